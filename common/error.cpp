@@ -1,0 +1,27 @@
+#include "common/error.hpp"
+
+namespace tally {
+
+std::string_view to_string(errc code) noexcept {
+  switch (code) {
+    case errc::ok: return "ok";
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::overflow: return "overflow";
+    case errc::bad_config: return "bad_config";
+    case errc::corrupt: return "corrupt";
+    case errc::wrong_type: return "wrong_type";
+    case errc::not_found: return "not_found";
+  }
+  return "unknown";
+}
+
+std::string error::to_string() const {
+  std::string out{tally::to_string(code_)};
+  if (!message_.empty()) {
+    out += ": ";
+    out += message_;
+  }
+  return out;
+}
+
+} // namespace tally

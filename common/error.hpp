@@ -1,0 +1,72 @@
+// One error type for the whole project (STYLE.md, habit 2). Errors are values:
+// functions that can fail return tally::expected<T> (common/expected.hpp).
+// The codes are stable numbers: they are written into replies between nodes,
+// so a code is never renumbered, only appended.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace tally {
+
+enum class errc : std::uint8_t {
+  ok = 0,
+  // The caller passed a value outside the documented domain (a bad parameter,
+  // a malformed key, a ring size that is not a power of two, ...).
+  invalid_argument = 1,
+  // A counter value or a clock entry would leave its 64-bit range.
+  overflow = 2,
+  // A configuration is self-contradictory or unsafe (for example an FBF window
+  // shorter than the client retry timeout).
+  bad_config = 3,
+  // Bytes could not be decoded: wrong version, bad checksum, truncated.
+  corrupt = 4,
+  // The operation does not apply to this CRDT type.
+  wrong_type = 5,
+  // A node, partition or peer is not known.
+  not_found = 6,
+};
+
+/// Short stable name of a code, for logs and messages ("overflow").
+std::string_view to_string(errc code) noexcept;
+
+inline std::ostream& operator<<(std::ostream& os, errc code) {
+  return os << to_string(code);
+}
+
+/// An error code and a human-readable sentence that says what went wrong and,
+/// where it helps, what to do instead.
+class error {
+public:
+  error() = default;
+  error(errc code, std::string message)
+      : code_(code), message_(std::move(message)) {}
+
+  errc code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+
+  /// "overflow: counter value would exceed 2^63-1"
+  std::string to_string() const;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(code_, message_);
+  }
+
+  friend bool operator==(const error& a, const error& b) {
+    return a.code_ == b.code_ && a.message_ == b.message_;
+  }
+
+private:
+  errc code_ = errc::ok;
+  std::string message_;
+};
+
+inline error make_error(errc code, std::string message) {
+  return error{code, std::move(message)};
+}
+
+} // namespace tally
