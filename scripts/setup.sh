@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Sets up Tally on a fresh Debian 12 machine and builds it (Release).
+# Idempotent: installs only the Debian packages that are missing, then runs an
+# incremental build. Needs root (or sudo) only when something is missing.
+#
+#   scripts/setup.sh            # build into ./build
+#   TALLY_WERROR=ON scripts/setup.sh   # warnings are errors (CI)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# Pinned in docs/DEPENDENCIES.md; every one comes from Debian 12's mirror.
+packages=(
+  g++ cmake make
+  libcaf-dev        # C++ Actor Framework 0.17.6
+  liblmdb-dev       # LMDB 0.9.24
+  libcereal-dev     # Cereal 1.3.2 (header-only)
+  libboost-test-dev # Boost.Test 1.74
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALLY_WERROR="${TALLY_WERROR:-OFF}" >/dev/null
+cmake --build build -j"$jobs"
+echo "setup: built into ./build (binaries in ./build/bin)"
