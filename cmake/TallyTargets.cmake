@@ -27,7 +27,9 @@ function(tally_add_test suite)
   file(GLOB sources CONFIGURE_DEPENDS
        ${PROJECT_SOURCE_DIR}/tests/${suite}/*.cpp)
   if(NOT sources)
-    message(FATAL_ERROR "tally_add_test(${suite}): no tests/${suite}/*.cpp")
+    # An empty folder holds no test to leave out; say so and go on.
+    message(WARNING "tally_add_test(${suite}): tests/${suite}/ has no .cpp yet")
+    return()
   endif()
   set(main ${CMAKE_CURRENT_BINARY_DIR}/test_${suite}_main.cpp)
   file(CONFIGURE OUTPUT ${main} CONTENT

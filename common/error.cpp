@@ -11,6 +11,11 @@ std::string_view to_string(errc code) noexcept {
     case errc::corrupt: return "corrupt";
     case errc::wrong_type: return "wrong_type";
     case errc::not_found: return "not_found";
+    case errc::io_error: return "io_error";
+    case errc::storage_full: return "storage_full";
+    case errc::unavailable: return "unavailable";
+    case errc::aborted: return "aborted";
+    case errc::timeout: return "timeout";
   }
   return "unknown";
 }

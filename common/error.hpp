@@ -26,8 +26,19 @@ enum class errc : std::uint8_t {
   corrupt = 4,
   // The operation does not apply to this CRDT type.
   wrong_type = 5,
-  // A node, partition or peer is not known.
+  // A node, partition, key or peer is not known.
   not_found = 6,
+  // A read, write or sync of stored data failed. After a failed sync the
+  // journal refuses further writes (fail-stop): the log's state is unknown.
+  io_error = 7,
+  // The store or the disk is full; what is stored stays readable.
+  storage_full = 8,
+  // The component is closed, fail-stopped or not serving this request.
+  unavailable = 9,
+  // The transaction was aborted (explicitly, by timeout or by a failure).
+  aborted = 10,
+  // A request did not complete in its time limit.
+  timeout = 11,
 };
 
 /// Short stable name of a code, for logs and messages ("overflow").
