@@ -1,0 +1,204 @@
+// Journal record types (seed 004, section 2.1 and Figure 2.1): what a
+// partition replica writes to its operation log. The byte format (version,
+// length, checksum, Cereal payload) is in docs/FORMAT.md, "Journal record".
+//
+// Plain values: no I/O here; journal/journal.hpp writes and reads them.
+#pragma once
+
+#include <cereal/cereal.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/variant.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <variant>
+
+#include "clock/bloom_clock.hpp"
+#include "clock/vector_clock.hpp"
+#include "crdt/crdt_object.hpp"
+#include "crdt/op_id.hpp"
+
+namespace tally {
+
+/// Position of a record in one partition replica's journal. Strictly
+/// increasing, never reused, also after truncation.
+using lsn = std::uint64_t;
+
+/// A transaction id, unique in the cluster: the coordinator's node hash and a
+/// per-coordinator sequence number.
+struct tx_id {
+  std::uint64_t origin = 0;
+  std::uint64_t seq = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(origin, seq);
+  }
+  friend bool operator==(const tx_id& a, const tx_id& b) noexcept {
+    return a.origin == b.origin && a.seq == b.seq;
+  }
+  friend bool operator!=(const tx_id& a, const tx_id& b) noexcept {
+    return !(a == b);
+  }
+  friend bool operator<(const tx_id& a, const tx_id& b) noexcept {
+    return a.origin != b.origin ? a.origin < b.origin : a.seq < b.seq;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const tx_id& t) {
+    return os << "tx<" << t.origin << ',' << t.seq << '>';
+  }
+};
+
+struct tx_id_hash {
+  std::size_t operator()(const tx_id& t) const noexcept {
+    return static_cast<std::size_t>(hash_pair(t.origin, t.seq));
+  }
+};
+
+/// The identity of an object: AntidoteDB's (key, bucket) pair.
+struct object_key {
+  std::string bucket;
+  std::string key;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(bucket, key);
+  }
+  friend bool operator==(const object_key& a, const object_key& b) noexcept {
+    return a.bucket == b.bucket && a.key == b.key;
+  }
+  friend bool operator!=(const object_key& a, const object_key& b) noexcept {
+    return !(a == b);
+  }
+  friend bool operator<(const object_key& a, const object_key& b) noexcept {
+    return a.bucket != b.bucket ? a.bucket < b.bucket : a.key < b.key;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const object_key& k) {
+    return os << k.bucket << '/' << k.key;
+  }
+};
+
+struct object_key_hash {
+  std::size_t operator()(const object_key& k) const noexcept {
+    return static_cast<std::size_t>(
+      hash_bytes(k.key, hash_bytes(k.bucket, 0x746b6579ULL)));
+  }
+};
+
+/// One update of one object inside a transaction. `op` is present when the
+/// client sent an operation id (Tally's extension): the FBF window is rebuilt
+/// from these at recovery, so replays stay idempotent.
+struct update_record {
+  tx_id tx;
+  object_key key;
+  crdt_type type = crdt_type::counter;
+  crdt_effect effect;
+  std::optional<op_id> op;
+};
+
+/// Phase one of two-phase commit: the partition's prepare time for `tx`
+/// (DESIGN.md, "Transactions": above its clock and above the snapshot).
+struct prepare_record {
+  tx_id tx;
+  std::uint64_t prepare_time = 0;
+};
+
+/// The transaction committed at `commit_time`; its Bloom timestamp and the
+/// wall-clock time (microseconds since the Unix epoch) of the commit.
+struct commit_record {
+  tx_id tx;
+  vector_clock commit_time;
+  std::string bloom_timestamp; // bloom_clock::encode() bytes, empty if none
+  std::uint64_t wall_time_us = 0;
+};
+
+struct abort_record {
+  tx_id tx;
+};
+
+using journal_record =
+  std::variant<update_record, prepare_record, commit_record, abort_record>;
+
+/// A committed effect as the cache and the materializer consume it: the
+/// update joined with its transaction's commit.
+struct committed_effect {
+  lsn position = 0; // the LSN of the update record
+  tx_id tx;
+  vector_clock commit_time;
+  crdt_effect effect;
+  // The LSN of the transaction's commit record: what journal::
+  // read_committed(key, after_lsn) compares `after_lsn` with. 0 when the
+  // producer did not say (e.g. an effect built by hand in a test).
+  lsn commit_position = 0;
+};
+
+/// The transaction a record belongs to.
+inline const tx_id& record_tx(const journal_record& r) noexcept {
+  return std::visit([](const auto& x) -> const tx_id& { return x.tx; }, r);
+}
+
+/// "update", "prepare", "commit" or "abort", for logs and error messages.
+inline const char* record_kind_name(const journal_record& r) noexcept {
+  static constexpr const char* names[] = {"update", "prepare", "commit",
+                                          "abort"};
+  return names[r.index()];
+}
+
+// Cereal hooks (docs/FORMAT.md, "Journal record"). Each record type carries
+// its own class version (CEREAL_CLASS_VERSION below), written once per
+// archive, so one type can evolve without touching the others. A loader that
+// meets a version it does not know throws cereal::Exception; the journal's
+// decoder turns that into errc::corrupt.
+namespace detail {
+
+/// The version every record type is written with today. Bump the one that
+/// changes and keep a reader for every version ever written.
+constexpr std::uint32_t record_class_version = 1;
+
+inline void check_record_version(std::uint32_t version, const char* what) {
+  if (version != record_class_version)
+    throw cereal::Exception(std::string{"unknown "} + what
+                            + " record version " + std::to_string(version));
+}
+
+} // namespace detail
+
+template <class Archive>
+void serialize(Archive& ar, update_record& r, std::uint32_t const version) {
+  detail::check_record_version(version, "update");
+  // crdt_type travels as its AntidoteDB wire number (one byte).
+  auto type = static_cast<std::uint8_t>(r.type);
+  ar(r.tx, r.key, type, r.effect, r.op);
+  if constexpr (Archive::is_loading::value) {
+    if (!crdt_type_from_wire(type, r.type))
+      throw cereal::Exception("unknown CRDT type id " + std::to_string(type)
+                              + " in an update record");
+  }
+}
+
+template <class Archive>
+void serialize(Archive& ar, prepare_record& r, std::uint32_t const version) {
+  detail::check_record_version(version, "prepare");
+  ar(r.tx, r.prepare_time);
+}
+
+template <class Archive>
+void serialize(Archive& ar, commit_record& r, std::uint32_t const version) {
+  detail::check_record_version(version, "commit");
+  ar(r.tx, r.commit_time, r.bloom_timestamp, r.wall_time_us);
+}
+
+template <class Archive>
+void serialize(Archive& ar, abort_record& r, std::uint32_t const version) {
+  detail::check_record_version(version, "abort");
+  ar(r.tx);
+}
+
+} // namespace tally
+
+CEREAL_CLASS_VERSION(tally::update_record, tally::detail::record_class_version)
+CEREAL_CLASS_VERSION(tally::prepare_record, tally::detail::record_class_version)
+CEREAL_CLASS_VERSION(tally::commit_record, tally::detail::record_class_version)
+CEREAL_CLASS_VERSION(tally::abort_record, tally::detail::record_class_version)
