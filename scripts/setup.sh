@@ -16,6 +16,7 @@ packages=(
   liblmdb-dev       # LMDB 0.9.24
   libcereal-dev     # Cereal 1.3.2 (header-only)
   libboost-test-dev # Boost.Test 1.74
+  libprotobuf-dev protobuf-compiler # Protocol Buffers 3.21.12 (client protocol)
 )
 
 missing=()

@@ -1,0 +1,716 @@
+#include "protocol/messages.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <iterator>
+#include <limits>
+#include <utility>
+
+#include "protocol/antidote.pb.h"
+#include "protocol/descriptor.hpp"
+
+namespace tally {
+
+namespace pb = ::tally::antidote_pb;
+
+namespace {
+
+// ---- decoding helpers -----------------------------------------------------
+
+error with_context(const std::string& context, const error& err) {
+  return make_error(err.code(), context + ": " + err.message());
+}
+
+error missing(std::string_view message, std::string_view field) {
+  return make_error(errc::corrupt, "Apb" + std::string{message}
+                                     + " lacks required field '"
+                                     + std::string{field} + "'");
+}
+
+// Parses without the required-field check: the decoders below check every
+// field they use themselves, with a message that names it.
+template <class Msg>
+status parse(Msg& msg, std::string_view body, std::string_view name) {
+  if (body.size() > static_cast<std::size_t>(INT_MAX))
+    return make_error(errc::invalid_argument,
+                      std::string{name} + ": body of "
+                        + std::to_string(body.size())
+                        + " bytes is larger than protobuf can parse");
+  if (!msg.ParsePartialFromArray(body.data(), static_cast<int>(body.size())))
+    return make_error(errc::corrupt,
+                      std::string{name}
+                        + ": body is not a valid protobuf message");
+  return {};
+}
+
+// An enum field whose value proto2 does not know is parsed into the unknown
+// fields, which leaves the field unset. Finds such a value, so the error can
+// say "unknown CRDT type 42" instead of "missing type".
+template <class Msg>
+std::optional<std::uint64_t> unknown_varint(const Msg& msg, int number) {
+  const auto& fields = msg.unknown_fields();
+  std::optional<std::uint64_t> found;
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const auto& f = fields.field(i);
+    if (f.number() == number
+        && f.type() == google::protobuf::UnknownField::TYPE_VARINT)
+      found = f.varint(); // the last occurrence wins, as in proto2
+  }
+  return found;
+}
+
+expected<bound_object> decode_bound_object(const pb::ApbBoundObject& msg) {
+  if (!msg.has_key())
+    return missing("BoundObject", "key");
+  if (!msg.has_bucket())
+    return missing("BoundObject", "bucket");
+  if (!msg.has_type()) {
+    if (auto wire = unknown_varint(msg, pb::ApbBoundObject::kTypeFieldNumber))
+      return make_error(errc::invalid_argument,
+                        "unknown CRDT type " + std::to_string(*wire));
+    return missing("BoundObject", "type");
+  }
+  bound_object out;
+  if (!crdt_type_from_wire(static_cast<std::uint32_t>(msg.type()), out.type))
+    return make_error(errc::invalid_argument,
+                      "unknown CRDT type " + std::to_string(msg.type()));
+  out.key.bucket = msg.bucket();
+  out.key.key = msg.key();
+  return out;
+}
+
+expected<counter_op> decode_counter_op(const pb::ApbCounterUpdate& msg) {
+  counter_op out;
+  out.update.delta = msg.has_inc() ? msg.inc() : 1;
+  if (msg.has_tally_op_id()) {
+    const auto& id = msg.tally_op_id();
+    if (!id.has_client())
+      return missing("TallyOpId", "client");
+    if (!id.has_seq())
+      return missing("TallyOpId", "seq");
+    out.id = op_id{id.client(), id.seq()};
+  }
+  return out;
+}
+
+std::string object_name(const bound_object& obj) {
+  std::string out = obj.key.bucket;
+  out += '/';
+  out += obj.key.key;
+  return out;
+}
+
+expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
+  if (!msg.has_boundobject())
+    return missing("UpdateOp", "boundobject");
+  if (!msg.has_operation())
+    return missing("UpdateOp", "operation");
+  auto object = decode_bound_object(msg.boundobject());
+  if (!object)
+    return object.err();
+  const auto& op = msg.operation();
+  std::optional<op_kind> kind;
+  int count = 0;
+  auto note = [&](bool present, op_kind k) {
+    if (present) {
+      kind = k;
+      ++count;
+    }
+  };
+  note(op.has_counterop(), op_kind::counter);
+  note(op.has_setop(), op_kind::set);
+  note(op.has_regop(), op_kind::reg);
+  note(op.has_mapop(), op_kind::map);
+  note(op.has_resetop(), op_kind::reset);
+  note(op.has_flagop(), op_kind::flag);
+  if (count == 0)
+    return make_error(errc::invalid_argument,
+                      "ApbUpdateOperation carries no operation");
+  if (count > 1)
+    return make_error(errc::invalid_argument,
+                      "ApbUpdateOperation carries " + std::to_string(count)
+                        + " operations; exactly one is allowed");
+  update_op out{std::move(*object), unsupported_op{*kind}};
+  if (!out.object.supported())
+    return out;
+  if (*kind == op_kind::counter) {
+    auto counter = decode_counter_op(op.counterop());
+    if (!counter)
+      return counter.err();
+    out.op = std::move(*counter);
+    return out;
+  }
+  // AntidoteDB's fat counter has a reset, which Tally does not implement;
+  // its PN counter has none.
+  if (*kind == op_kind::reset && out.object.type == crdt_type::fatcounter)
+    return out;
+  return make_error(errc::wrong_type,
+                    "a " + std::string{to_string(*kind)}
+                      + " operation does not apply to "
+                      + std::string{to_string(out.object.type)} + " object "
+                      + object_name(out.object));
+}
+
+expected<std::vector<bound_object>>
+decode_objects(const google::protobuf::RepeatedPtrField<pb::ApbBoundObject>& in,
+               std::string_view request) {
+  std::vector<bound_object> out;
+  out.reserve(static_cast<std::size_t>(in.size()));
+  for (int i = 0; i < in.size(); ++i) {
+    auto obj = decode_bound_object(in.Get(i));
+    if (!obj)
+      return with_context(std::string{request} + ": object "
+                            + std::to_string(i),
+                          obj.err());
+    out.push_back(std::move(*obj));
+  }
+  return out;
+}
+
+expected<std::vector<update_op>>
+decode_updates(const google::protobuf::RepeatedPtrField<pb::ApbUpdateOp>& in,
+               std::string_view request) {
+  std::vector<update_op> out;
+  out.reserve(static_cast<std::size_t>(in.size()));
+  for (int i = 0; i < in.size(); ++i) {
+    auto upd = decode_update_op(in.Get(i));
+    if (!upd)
+      return with_context(std::string{request} + ": update "
+                            + std::to_string(i),
+                          upd.err());
+    out.push_back(std::move(*upd));
+  }
+  return out;
+}
+
+start_transaction_req decode_start(const pb::ApbStartTransaction& msg) {
+  start_transaction_req out;
+  if (msg.has_timestamp() && !is_no_snapshot(msg.timestamp()))
+    out.timestamp = msg.timestamp();
+  // msg.properties() (read_write, red_blue, locks) is ignored on purpose:
+  // counters commute, so Tally needs neither locks nor red transactions.
+  return out;
+}
+
+// ---- per-request decoders ---------------------------------------------------
+
+expected<request> decode_read_objects(std::string_view body) {
+  pb::ApbReadObjects msg;
+  if (auto st = parse(msg, body, "ReadObjects"); !st)
+    return st.err();
+  if (!msg.has_transaction_descriptor())
+    return with_context("ReadObjects",
+                        missing("ReadObjects", "transaction_descriptor"));
+  auto objects = decode_objects(msg.boundobjects(), "ReadObjects");
+  if (!objects)
+    return objects.err();
+  return request{read_objects_req{std::move(*objects),
+                                  msg.transaction_descriptor()}};
+}
+
+expected<request> decode_update_objects(std::string_view body) {
+  pb::ApbUpdateObjects msg;
+  if (auto st = parse(msg, body, "UpdateObjects"); !st)
+    return st.err();
+  if (!msg.has_transaction_descriptor())
+    return with_context("UpdateObjects",
+                        missing("UpdateObjects", "transaction_descriptor"));
+  auto updates = decode_updates(msg.updates(), "UpdateObjects");
+  if (!updates)
+    return updates.err();
+  return request{update_objects_req{std::move(*updates),
+                                    msg.transaction_descriptor()}};
+}
+
+expected<request> decode_start_transaction(std::string_view body) {
+  pb::ApbStartTransaction msg;
+  if (auto st = parse(msg, body, "StartTransaction"); !st)
+    return st.err();
+  return request{decode_start(msg)};
+}
+
+template <class Msg, class Req>
+expected<request> decode_descriptor_only(std::string_view body,
+                                         std::string_view name) {
+  Msg msg;
+  if (auto st = parse(msg, body, name); !st)
+    return st.err();
+  if (!msg.has_transaction_descriptor())
+    return with_context(std::string{name},
+                        missing(name, "transaction_descriptor"));
+  return request{Req{msg.transaction_descriptor()}};
+}
+
+expected<request> decode_static_update_objects(std::string_view body) {
+  pb::ApbStaticUpdateObjects msg;
+  if (auto st = parse(msg, body, "StaticUpdateObjects"); !st)
+    return st.err();
+  if (!msg.has_transaction())
+    return with_context("StaticUpdateObjects",
+                        missing("StaticUpdateObjects", "transaction"));
+  auto updates = decode_updates(msg.updates(), "StaticUpdateObjects");
+  if (!updates)
+    return updates.err();
+  return request{static_update_objects_req{decode_start(msg.transaction()),
+                                           std::move(*updates)}};
+}
+
+expected<request> decode_static_read_objects(std::string_view body) {
+  pb::ApbStaticReadObjects msg;
+  if (auto st = parse(msg, body, "StaticReadObjects"); !st)
+    return st.err();
+  if (!msg.has_transaction())
+    return with_context("StaticReadObjects",
+                        missing("StaticReadObjects", "transaction"));
+  auto objects = decode_objects(msg.objects(), "StaticReadObjects");
+  if (!objects)
+    return objects.err();
+  return request{static_read_objects_req{decode_start(msg.transaction()),
+                                         std::move(*objects)}};
+}
+
+// ---- encoding helpers -------------------------------------------------------
+
+void fill(pb::ApbBoundObject& out, const bound_object& in) {
+  out.set_key(in.key.key);
+  out.set_bucket(in.key.bucket);
+  out.set_type(static_cast<pb::CRDT_type>(in.type));
+}
+
+void fill(pb::ApbUpdateOperation& out, const unsupported_op& in) {
+  switch (in.kind) {
+    case op_kind::counter: out.mutable_counterop(); break;
+    case op_kind::set:
+      out.mutable_setop()->set_optype(pb::ApbSetUpdate::ADD);
+      break;
+    case op_kind::reg: out.mutable_regop()->set_value(""); break;
+    case op_kind::map: out.mutable_mapop(); break;
+    case op_kind::reset: out.mutable_resetop(); break;
+    case op_kind::flag: out.mutable_flagop()->set_value(false); break;
+  }
+}
+
+void fill(pb::ApbUpdateOperation& out, const counter_op& in) {
+  auto* counter = out.mutable_counterop();
+  // +1 is sent explicitly too: "absent means +1" is a server rule that not
+  // every decoder (e.g. an older Tally) needs to know.
+  counter->set_inc(in.update.delta);
+  if (in.id) {
+    auto* id = counter->mutable_tally_op_id();
+    id->set_client(in.id->client);
+    id->set_seq(in.id->seq);
+  }
+}
+
+void fill(pb::ApbUpdateOp& out, const update_op& in) {
+  fill(*out.mutable_boundobject(), in.object);
+  std::visit([&](const auto& op) { fill(*out.mutable_operation(), op); },
+             in.op);
+}
+
+void fill(pb::ApbStartTransaction& out, const start_transaction_req& in) {
+  if (in.timestamp)
+    out.set_timestamp(*in.timestamp);
+}
+
+template <class Msg>
+std::string serialize(const Msg& msg) {
+  std::string out;
+  // Every required field is set by the fill functions; the partial variant
+  // skips a second check.
+  msg.SerializePartialToString(&out);
+  return out;
+}
+
+template <class Msg, class Fill>
+frame make_frame(msg_code code, Fill fill_msg) {
+  Msg msg;
+  fill_msg(msg);
+  return frame{static_cast<std::uint8_t>(code), serialize(msg)};
+}
+
+void fill(pb::ApbReadObjectsResp& out, const read_objects_resp& in) {
+  out.set_success(in.success);
+  for (const auto& value : in.values) {
+    auto* counter = out.add_objects()->mutable_counter();
+    std::visit(
+      [&](std::int64_t v) {
+        counter->set_value(clamp_counter_value(v));
+        counter->set_tally_value(v);
+      },
+      value);
+  }
+  if (!in.success)
+    out.set_errorcode(in.error_code);
+}
+
+void fill(pb::ApbCommitResp& out, const commit_resp& in) {
+  out.set_success(in.success);
+  if (in.success)
+    out.set_commit_time(in.commit_time);
+  else
+    out.set_errorcode(in.error_code);
+}
+
+// ---- response decoders -------------------------------------------------------
+
+std::string_view value_kind(const pb::ApbReadObjectResp& msg) {
+  if (msg.has_set())
+    return "set";
+  if (msg.has_reg())
+    return "register";
+  if (msg.has_mvreg())
+    return "multi-value register";
+  if (msg.has_map())
+    return "map";
+  if (msg.has_flag())
+    return "flag";
+  return {};
+}
+
+expected<read_objects_resp> decode_read_objects_resp(
+  const pb::ApbReadObjectsResp& msg, std::string_view name) {
+  if (!msg.has_success())
+    return with_context(std::string{name}, missing("ReadObjectsResp", "success"));
+  read_objects_resp out;
+  out.success = msg.success();
+  out.error_code = msg.has_errorcode() ? msg.errorcode() : 0;
+  out.values.reserve(static_cast<std::size_t>(msg.objects_size()));
+  for (int i = 0; i < msg.objects_size(); ++i) {
+    const auto& obj = msg.objects(i);
+    auto context = std::string{name} + ": object " + std::to_string(i);
+    if (!obj.has_counter()) {
+      auto kind = value_kind(obj);
+      if (kind.empty())
+        return make_error(errc::corrupt,
+                          context + ": ApbReadObjectResp carries no value");
+      return make_error(errc::wrong_type, context + ": a " + std::string{kind}
+                                            + " value, not a counter");
+    }
+    const auto& counter = obj.counter();
+    if (counter.has_tally_value())
+      out.values.emplace_back(std::int64_t{counter.tally_value()});
+    else if (counter.has_value())
+      out.values.emplace_back(std::int64_t{counter.value()});
+    else
+      return with_context(context, missing("GetCounterResp", "value"));
+  }
+  return out;
+}
+
+expected<commit_resp> decode_commit_resp(const pb::ApbCommitResp& msg,
+                                         std::string_view name) {
+  if (!msg.has_success())
+    return with_context(std::string{name}, missing("CommitResp", "success"));
+  commit_resp out;
+  out.success = msg.success();
+  out.commit_time = msg.commit_time();
+  out.error_code = msg.has_errorcode() ? msg.errorcode() : 0;
+  return out;
+}
+
+bool is_known_errc(std::uint32_t value) {
+  if (value == 0 || value > std::numeric_limits<std::uint8_t>::max())
+    return false;
+  return to_string(static_cast<errc>(value)) != "unknown";
+}
+
+} // namespace
+
+// ---- public functions --------------------------------------------------------
+
+std::string_view to_string(op_kind kind) noexcept {
+  switch (kind) {
+    case op_kind::counter: return "counter";
+    case op_kind::set: return "set";
+    case op_kind::reg: return "register";
+    case op_kind::map: return "map";
+    case op_kind::reset: return "reset";
+    case op_kind::flag: return "flag";
+  }
+  return "unknown";
+}
+
+status check_supported(const bound_object& object) {
+  if (object.supported())
+    return {};
+  return make_error(errc::wrong_type,
+                    "Tally stores counter and fatcounter objects only; "
+                      + object_name(object) + " was sent as a "
+                      + std::string{to_string(object.type)});
+}
+
+status check_supported(const update_op& update) {
+  if (auto st = check_supported(update.object); !st)
+    return st;
+  if (const auto* op = std::get_if<unsupported_op>(&update.op))
+    return make_error(errc::wrong_type,
+                      "Tally does not implement the " +
+                        std::string{to_string(op->kind)} + " operation of "
+                        + std::string{to_string(update.object.type)}
+                        + " objects (" + object_name(update.object) + ")");
+  return {};
+}
+
+msg_code code_of(const request& req) noexcept {
+  static constexpr msg_code codes[] = {
+    msg_code::read_objects,          msg_code::update_objects,
+    msg_code::start_transaction,     msg_code::abort_transaction,
+    msg_code::commit_transaction,    msg_code::static_update_objects,
+    msg_code::static_read_objects,
+  };
+  static_assert(std::size(codes) == std::variant_size_v<request>);
+  return codes[req.index()];
+}
+
+expected<request> decode_request(std::uint8_t code, std::string_view body) {
+  auto known = msg_code_from_wire(code);
+  if (!known)
+    return make_error(errc::unavailable,
+                      "unknown message code " + std::to_string(code));
+  switch (*known) {
+    case msg_code::read_objects: return decode_read_objects(body);
+    case msg_code::update_objects: return decode_update_objects(body);
+    case msg_code::start_transaction: return decode_start_transaction(body);
+    case msg_code::abort_transaction:
+      return decode_descriptor_only<pb::ApbAbortTransaction,
+                                    abort_transaction_req>(
+        body, "AbortTransaction");
+    case msg_code::commit_transaction:
+      return decode_descriptor_only<pb::ApbCommitTransaction,
+                                    commit_transaction_req>(
+        body, "CommitTransaction");
+    case msg_code::static_update_objects:
+      return decode_static_update_objects(body);
+    case msg_code::static_read_objects: return decode_static_read_objects(body);
+    default: break;
+  }
+  return make_error(errc::unavailable,
+                    "message code " + std::to_string(code) + " ("
+                      + std::string{to_string(*known)}
+                      + ") is not a request a Tally server serves");
+}
+
+frame encode_request(const request& req) {
+  struct visitor {
+    frame operator()(const read_objects_req& r) const {
+      return make_frame<pb::ApbReadObjects>(
+        msg_code::read_objects, [&](pb::ApbReadObjects& m) {
+          for (const auto& obj : r.objects)
+            fill(*m.add_boundobjects(), obj);
+          m.set_transaction_descriptor(r.transaction_descriptor);
+        });
+    }
+    frame operator()(const update_objects_req& r) const {
+      return make_frame<pb::ApbUpdateObjects>(
+        msg_code::update_objects, [&](pb::ApbUpdateObjects& m) {
+          for (const auto& upd : r.updates)
+            fill(*m.add_updates(), upd);
+          m.set_transaction_descriptor(r.transaction_descriptor);
+        });
+    }
+    frame operator()(const start_transaction_req& r) const {
+      return make_frame<pb::ApbStartTransaction>(
+        msg_code::start_transaction,
+        [&](pb::ApbStartTransaction& m) { fill(m, r); });
+    }
+    frame operator()(const abort_transaction_req& r) const {
+      return make_frame<pb::ApbAbortTransaction>(
+        msg_code::abort_transaction, [&](pb::ApbAbortTransaction& m) {
+          m.set_transaction_descriptor(r.transaction_descriptor);
+        });
+    }
+    frame operator()(const commit_transaction_req& r) const {
+      return make_frame<pb::ApbCommitTransaction>(
+        msg_code::commit_transaction, [&](pb::ApbCommitTransaction& m) {
+          m.set_transaction_descriptor(r.transaction_descriptor);
+        });
+    }
+    frame operator()(const static_update_objects_req& r) const {
+      return make_frame<pb::ApbStaticUpdateObjects>(
+        msg_code::static_update_objects, [&](pb::ApbStaticUpdateObjects& m) {
+          fill(*m.mutable_transaction(), r.transaction);
+          for (const auto& upd : r.updates)
+            fill(*m.add_updates(), upd);
+        });
+    }
+    frame operator()(const static_read_objects_req& r) const {
+      return make_frame<pb::ApbStaticReadObjects>(
+        msg_code::static_read_objects, [&](pb::ApbStaticReadObjects& m) {
+          fill(*m.mutable_transaction(), r.transaction);
+          for (const auto& obj : r.objects)
+            fill(*m.add_objects(), obj);
+        });
+    }
+  };
+  return std::visit(visitor{}, req);
+}
+
+wire_error to_wire_error(errc code) noexcept {
+  switch (code) {
+    case errc::aborted: return wire_error::aborted;
+    case errc::timeout: return wire_error::timeout;
+    default: return wire_error::unknown;
+  }
+}
+
+errc errc_from_wire_error(std::uint32_t code) noexcept {
+  switch (code) {
+    case static_cast<std::uint32_t>(wire_error::timeout): return errc::timeout;
+    case static_cast<std::uint32_t>(wire_error::aborted): return errc::aborted;
+    default: return errc::unavailable;
+  }
+}
+
+std::int32_t clamp_counter_value(std::int64_t value) noexcept {
+  constexpr std::int64_t lo = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t hi = std::numeric_limits<std::int32_t>::max();
+  return static_cast<std::int32_t>(std::clamp(value, lo, hi));
+}
+
+msg_code code_of(const response& resp) noexcept {
+  static constexpr msg_code codes[] = {
+    msg_code::error_resp,        msg_code::operation_resp,
+    msg_code::start_transaction_resp, msg_code::read_objects_resp,
+    msg_code::commit_resp,       msg_code::static_read_objects_resp,
+  };
+  static_assert(std::size(codes) == std::variant_size_v<response>);
+  return codes[resp.index()];
+}
+
+frame encode_response(const response& resp) {
+  struct visitor {
+    frame operator()(const error_resp& r) const {
+      return make_frame<pb::ApbErrorResp>(
+        msg_code::error_resp, [&](pb::ApbErrorResp& m) {
+          m.set_errmsg(r.err.message());
+          m.set_errcode(static_cast<std::uint32_t>(to_wire_error(r.err.code())));
+          m.set_tally_errc(static_cast<std::uint32_t>(r.err.code()));
+        });
+    }
+    frame operator()(const operation_resp& r) const {
+      return make_frame<pb::ApbOperationResp>(
+        msg_code::operation_resp, [&](pb::ApbOperationResp& m) {
+          m.set_success(r.success);
+          if (!r.success)
+            m.set_errorcode(r.error_code);
+        });
+    }
+    frame operator()(const start_transaction_resp& r) const {
+      return make_frame<pb::ApbStartTransactionResp>(
+        msg_code::start_transaction_resp, [&](pb::ApbStartTransactionResp& m) {
+          m.set_success(r.success);
+          if (r.success)
+            m.set_transaction_descriptor(r.transaction_descriptor);
+          else
+            m.set_errorcode(r.error_code);
+        });
+    }
+    frame operator()(const read_objects_resp& r) const {
+      return make_frame<pb::ApbReadObjectsResp>(
+        msg_code::read_objects_resp,
+        [&](pb::ApbReadObjectsResp& m) { fill(m, r); });
+    }
+    frame operator()(const commit_resp& r) const {
+      return make_frame<pb::ApbCommitResp>(
+        msg_code::commit_resp, [&](pb::ApbCommitResp& m) { fill(m, r); });
+    }
+    frame operator()(const static_read_objects_resp& r) const {
+      return make_frame<pb::ApbStaticReadObjectsResp>(
+        msg_code::static_read_objects_resp,
+        [&](pb::ApbStaticReadObjectsResp& m) {
+          fill(*m.mutable_objects(), r.objects);
+          fill(*m.mutable_committime(), r.commit);
+        });
+    }
+  };
+  return std::visit(visitor{}, resp);
+}
+
+expected<response> decode_response(std::uint8_t code, std::string_view body) {
+  auto known = msg_code_from_wire(code);
+  if (!known)
+    return make_error(errc::unavailable,
+                      "unknown message code " + std::to_string(code));
+  switch (*known) {
+    case msg_code::error_resp: {
+      pb::ApbErrorResp m;
+      if (auto st = parse(m, body, "ErrorResp"); !st)
+        return st.err();
+      if (!m.has_errcode())
+        return with_context("ErrorResp", missing("ErrorResp", "errcode"));
+      // errmsg is required too, but a missing message loses nothing the
+      // client can act on: accept it as empty.
+      auto code_value = m.has_tally_errc() && is_known_errc(m.tally_errc())
+                          ? static_cast<errc>(m.tally_errc())
+                          : errc_from_wire_error(m.errcode());
+      return response{error_resp{make_error(code_value, m.errmsg())}};
+    }
+    case msg_code::operation_resp: {
+      pb::ApbOperationResp m;
+      if (auto st = parse(m, body, "OperationResp"); !st)
+        return st.err();
+      if (!m.has_success())
+        return with_context("OperationResp",
+                            missing("OperationResp", "success"));
+      return response{operation_resp{m.success(),
+                                     m.has_errorcode() ? m.errorcode() : 0}};
+    }
+    case msg_code::start_transaction_resp: {
+      pb::ApbStartTransactionResp m;
+      if (auto st = parse(m, body, "StartTransactionResp"); !st)
+        return st.err();
+      if (!m.has_success())
+        return with_context("StartTransactionResp",
+                            missing("StartTransactionResp", "success"));
+      return response{start_transaction_resp{
+        m.success(), m.transaction_descriptor(),
+        m.has_errorcode() ? m.errorcode() : 0}};
+    }
+    case msg_code::read_objects_resp: {
+      pb::ApbReadObjectsResp m;
+      if (auto st = parse(m, body, "ReadObjectsResp"); !st)
+        return st.err();
+      auto r = decode_read_objects_resp(m, "ReadObjectsResp");
+      if (!r)
+        return r.err();
+      return response{std::move(*r)};
+    }
+    case msg_code::commit_resp: {
+      pb::ApbCommitResp m;
+      if (auto st = parse(m, body, "CommitResp"); !st)
+        return st.err();
+      auto r = decode_commit_resp(m, "CommitResp");
+      if (!r)
+        return r.err();
+      return response{std::move(*r)};
+    }
+    case msg_code::static_read_objects_resp: {
+      pb::ApbStaticReadObjectsResp m;
+      if (auto st = parse(m, body, "StaticReadObjectsResp"); !st)
+        return st.err();
+      if (!m.has_objects())
+        return with_context("StaticReadObjectsResp",
+                            missing("StaticReadObjectsResp", "objects"));
+      if (!m.has_committime())
+        return with_context("StaticReadObjectsResp",
+                            missing("StaticReadObjectsResp", "committime"));
+      auto objects = decode_read_objects_resp(m.objects(),
+                                              "StaticReadObjectsResp");
+      if (!objects)
+        return objects.err();
+      auto commit = decode_commit_resp(m.committime(), "StaticReadObjectsResp");
+      if (!commit)
+        return commit.err();
+      return response{static_read_objects_resp{std::move(*objects),
+                                               std::move(*commit)}};
+    }
+    default: break;
+  }
+  return make_error(errc::unavailable,
+                    "message code " + std::to_string(code) + " ("
+                      + std::string{to_string(*known)}
+                      + ") is not a response a Tally client reads");
+}
+
+} // namespace tally

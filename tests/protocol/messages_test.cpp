@@ -1,0 +1,443 @@
+#include <boost/test/unit_test.hpp>
+
+#include <limits>
+#include <string>
+
+#include "protocol/antidote.pb.h"
+#include "protocol/descriptor.hpp"
+#include "protocol/messages.hpp"
+
+using namespace tally;
+namespace pb = tally::antidote_pb;
+
+namespace {
+
+template <class Msg>
+std::string body_of(const Msg& m) {
+  std::string out;
+  m.SerializePartialToString(&out);
+  return out;
+}
+
+bound_object obj(std::string bucket, std::string key,
+                 crdt_type type = crdt_type::counter) {
+  return bound_object{object_key{std::move(bucket), std::move(key)}, type};
+}
+
+update_op inc(std::string key, std::int64_t delta,
+              std::optional<op_id> id = std::nullopt,
+              crdt_type type = crdt_type::counter) {
+  return update_op{obj("b", std::move(key), type),
+                   counter_op{counter_update{delta}, id}};
+}
+
+request round_trip(const request& req) {
+  auto f = encode_request(req);
+  BOOST_TEST(f.code == static_cast<std::uint8_t>(code_of(req)));
+  auto back = decode_request(f.code, f.body);
+  BOOST_REQUIRE_MESSAGE(back.has_value(), (back ? std::string{} : back.err().to_string()));
+  return *back;
+}
+
+response round_trip(const response& resp) {
+  auto f = encode_response(resp);
+  BOOST_TEST(f.code == static_cast<std::uint8_t>(code_of(resp)));
+  auto back = decode_response(f.code, f.body);
+  BOOST_REQUIRE_MESSAGE(back.has_value(), (back ? std::string{} : back.err().to_string()));
+  return *back;
+}
+
+error decode_error(msg_code code, const std::string& body) {
+  auto r = decode_request(static_cast<std::uint8_t>(code), body);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST(!r.err().message().empty());
+  return r.err();
+}
+
+pb::ApbStaticUpdateObjects one_update(pb::CRDT_type type) {
+  pb::ApbStaticUpdateObjects m;
+  m.mutable_transaction();
+  auto* u = m.add_updates();
+  u->mutable_boundobject()->set_key("k");
+  u->mutable_boundobject()->set_bucket("b");
+  u->mutable_boundobject()->set_type(type);
+  return m;
+}
+
+const std::string descriptor = encode_tx_descriptor(
+  tx_descriptor{tx_id{9, 1}, "tally@n1", 77, vector_clock{{1, 10}}});
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(protocol_messages)
+
+// ---- round trips ----------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(every_request_round_trips) {
+  auto clock = encode_clock(vector_clock{{1, 99}});
+  std::vector<request> requests{
+    read_objects_req{{obj("b", "k1"), obj("", ""),
+                      obj(std::string("\0\xff", 2), "k", crdt_type::fatcounter)},
+                     descriptor},
+    read_objects_req{{}, descriptor},
+    update_objects_req{{inc("a", 1), inc("b", -5, op_id{1, 2}),
+                        inc("c", std::numeric_limits<std::int64_t>::min(),
+                            op_id{~0ULL, ~0ULL}, crdt_type::fatcounter)},
+                       descriptor},
+    start_transaction_req{},
+    start_transaction_req{clock},
+    abort_transaction_req{descriptor},
+    commit_transaction_req{descriptor},
+    static_update_objects_req{start_transaction_req{clock},
+                              {inc("x", 7, op_id{3, 4}),
+                               inc("y", std::numeric_limits<std::int64_t>::max())}},
+    static_update_objects_req{{}, {}},
+    static_read_objects_req{{}, {obj("b", "x"), obj("b", "y")}},
+    static_read_objects_req{start_transaction_req{clock}, {obj("b", "x")}},
+  };
+  for (const auto& req : requests)
+    BOOST_TEST((round_trip(req) == req));
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_operations_round_trip_as_marked) {
+  update_objects_req req{{}, descriptor};
+  for (auto kind : {op_kind::counter, op_kind::set, op_kind::reg, op_kind::map,
+                    op_kind::reset, op_kind::flag})
+    req.updates.push_back(
+      update_op{obj("b", "k", crdt_type::rrmap), unsupported_op{kind}});
+  req.updates.push_back(update_op{obj("b", "f", crdt_type::fatcounter),
+                                  unsupported_op{op_kind::reset}});
+  BOOST_TEST((round_trip(request{req}) == request{req}));
+}
+
+BOOST_AUTO_TEST_CASE(every_response_round_trips) {
+  auto clock = encode_clock(vector_clock{{1, 5}, {2, 6}});
+  std::vector<response> responses{
+    error_resp{make_error(errc::wrong_type, "b/k is a fatcounter")},
+    error_resp{make_error(errc::aborted, "aborted by client")},
+    error_resp{make_error(errc::timeout, "")},
+    operation_resp{},
+    operation_resp::failure(errc::aborted),
+    start_transaction_resp{true, descriptor, 0},
+    start_transaction_resp::failure(errc::timeout),
+    read_objects_resp{true, {crdt_value{std::int64_t{0}}, crdt_value{std::int64_t{-1}},
+                             crdt_value{std::numeric_limits<std::int64_t>::max()},
+                             crdt_value{std::numeric_limits<std::int64_t>::min()},
+                             crdt_value{std::int64_t{1} << 40}}, 0},
+    read_objects_resp{true, {}, 0},
+    read_objects_resp::failure(errc::unavailable),
+    commit_resp{true, clock, 0},
+    commit_resp::failure(errc::aborted),
+    static_read_objects_resp{read_objects_resp{true, {crdt_value{std::int64_t{3}}}, 0},
+                             commit_resp{true, clock, 0}},
+  };
+  for (const auto& resp : responses)
+    BOOST_TEST((round_trip(resp) == resp));
+}
+
+// ---- request validation -----------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(absent_inc_means_plus_one) {
+  auto m = one_update(pb::COUNTER);
+  m.mutable_updates(0)->mutable_operation()->mutable_counterop();
+  auto r = decode_request(122, body_of(m));
+  BOOST_REQUIRE(r.has_value());
+  const auto& upd = std::get<static_update_objects_req>(*r).updates.at(0);
+  const auto& op = std::get<counter_op>(upd.op);
+  BOOST_TEST(op.update.delta == 1);
+  BOOST_TEST(!op.id.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_fields_are_corrupt_and_named) {
+  pb::ApbReadObjects no_descriptor;
+  auto e = decode_error(msg_code::read_objects, body_of(no_descriptor));
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("transaction_descriptor") != std::string::npos);
+
+  pb::ApbStaticReadObjects no_tx;
+  no_tx.add_objects()->set_key("k");
+  e = decode_error(msg_code::static_read_objects, body_of(no_tx));
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("'transaction'") != std::string::npos);
+
+  pb::ApbStaticReadObjects no_bucket;
+  no_bucket.mutable_transaction();
+  no_bucket.add_objects()->set_key("k");
+  no_bucket.mutable_objects(0)->set_type(pb::COUNTER);
+  e = decode_error(msg_code::static_read_objects, body_of(no_bucket));
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("object 0") != std::string::npos);
+  BOOST_TEST(e.message().find("'bucket'") != std::string::npos);
+
+  auto no_op = one_update(pb::COUNTER);
+  e = decode_error(msg_code::static_update_objects, body_of(no_op));
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("'operation'") != std::string::npos);
+
+  pb::ApbCommitTransaction empty_commit;
+  e = decode_error(msg_code::commit_transaction, body_of(empty_commit));
+  BOOST_TEST(e.code() == errc::corrupt);
+  pb::ApbAbortTransaction empty_abort;
+  e = decode_error(msg_code::abort_transaction, body_of(empty_abort));
+  BOOST_TEST(e.code() == errc::corrupt);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_crdt_type_number_is_named) {
+  // Type 99 is no AntidoteDB type: proto2 keeps it as an unknown field.
+  std::string bound = std::string("\x0a\x01k\x10\x63\x1a\x01" "b", 8);
+  pb::ApbStaticReadObjects m;
+  m.mutable_transaction();
+  std::string body = body_of(m);
+  body += '\x12';
+  body += static_cast<char>(bound.size());
+  body += bound;
+  auto e = decode_error(msg_code::static_read_objects, body);
+  BOOST_TEST(e.code() == errc::invalid_argument);
+  BOOST_TEST(e.message().find("unknown CRDT type 99") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_types_decode_marked_for_a_clear_error) {
+  pb::ApbStaticReadObjects m;
+  m.mutable_transaction();
+  for (auto t : {pb::ORSET, pb::LWWREG, pb::MVREG, pb::GMAP, pb::RWSET,
+                 pb::RRMAP, pb::FLAG_EW, pb::FLAG_DW, pb::BCOUNTER}) {
+    auto* o = m.add_objects();
+    o->set_key("k");
+    o->set_bucket("b");
+    o->set_type(t);
+  }
+  auto r = decode_request(123, body_of(m));
+  BOOST_REQUIRE(r.has_value());
+  for (const auto& o : std::get<static_read_objects_req>(*r).objects) {
+    BOOST_TEST(!o.supported());
+    auto st = check_supported(o);
+    BOOST_REQUIRE(!st.has_value());
+    BOOST_TEST(st.err().code() == errc::wrong_type);
+    BOOST_TEST(st.err().message().find(std::string{to_string(o.type)})
+               != std::string::npos);
+  }
+
+  auto set_add = one_update(pb::ORSET);
+  set_add.mutable_updates(0)->mutable_operation()->mutable_setop()->set_optype(
+    pb::ApbSetUpdate::ADD);
+  auto u = decode_request(122, body_of(set_add));
+  BOOST_REQUIRE(u.has_value());
+  const auto& upd = std::get<static_update_objects_req>(*u).updates.at(0);
+  BOOST_TEST((std::get<unsupported_op>(upd.op).kind == op_kind::set));
+  BOOST_TEST(check_supported(upd).err().code() == errc::wrong_type);
+}
+
+BOOST_AUTO_TEST_CASE(non_counter_operation_on_a_counter_is_wrong_type) {
+  auto set_on_counter = one_update(pb::COUNTER);
+  set_on_counter.mutable_updates(0)->mutable_operation()->mutable_setop()
+    ->set_optype(pb::ApbSetUpdate::ADD);
+  auto e = decode_error(msg_code::static_update_objects, body_of(set_on_counter));
+  BOOST_TEST(e.code() == errc::wrong_type);
+  BOOST_TEST(e.message().find("set operation") != std::string::npos);
+  BOOST_TEST(e.message().find("b/k") != std::string::npos);
+
+  auto reset_pn = one_update(pb::COUNTER);
+  reset_pn.mutable_updates(0)->mutable_operation()->mutable_resetop();
+  BOOST_TEST(decode_error(msg_code::static_update_objects, body_of(reset_pn))
+               .code() == errc::wrong_type);
+
+  // A fat counter has a reset in AntidoteDB: decoded, marked unsupported.
+  auto reset_fat = one_update(pb::FATCOUNTER);
+  reset_fat.mutable_updates(0)->mutable_operation()->mutable_resetop();
+  auto r = decode_request(122, body_of(reset_fat));
+  BOOST_REQUIRE(r.has_value());
+  const auto& upd = std::get<static_update_objects_req>(*r).updates.at(0);
+  BOOST_TEST(upd.object.supported());
+  auto st = check_supported(upd);
+  BOOST_REQUIRE(!st.has_value());
+  BOOST_TEST(st.err().message().find("reset") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(update_operation_must_carry_exactly_one_operation) {
+  auto none = one_update(pb::COUNTER);
+  none.mutable_updates(0)->mutable_operation();
+  BOOST_TEST(decode_error(msg_code::static_update_objects, body_of(none)).code()
+             == errc::invalid_argument);
+  auto two = one_update(pb::COUNTER);
+  two.mutable_updates(0)->mutable_operation()->mutable_counterop();
+  two.mutable_updates(0)->mutable_operation()->mutable_flagop()->set_value(true);
+  auto e = decode_error(msg_code::static_update_objects, body_of(two));
+  BOOST_TEST(e.code() == errc::invalid_argument);
+  BOOST_TEST(e.message().find("update 0") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(operation_id_needs_client_and_sequence) {
+  auto m = one_update(pb::COUNTER);
+  auto* id = m.mutable_updates(0)->mutable_operation()->mutable_counterop()
+               ->mutable_tally_op_id();
+  id->set_client(5);
+  auto e = decode_error(msg_code::static_update_objects, body_of(m));
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("'seq'") != std::string::npos);
+  id->clear_client();
+  id->set_seq(1);
+  e = decode_error(msg_code::static_update_objects, body_of(m));
+  BOOST_TEST(e.message().find("'client'") != std::string::npos);
+  id->set_client(5);
+  auto r = decode_request(122, body_of(m));
+  BOOST_REQUIRE(r.has_value());
+  const auto& op = std::get<counter_op>(
+    std::get<static_update_objects_req>(*r).updates.at(0).op);
+  BOOST_TEST((op.id == op_id{5, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(no_snapshot_encodings_decode_as_absent_timestamp) {
+  const std::string ignore25("\x83\x64\x00\x06ignore", 10);
+  const std::string ignore26("\x83\x77\x06ignore", 9);
+  for (const auto& ts : {std::string{}, ignore25, ignore26}) {
+    pb::ApbStartTransaction m;
+    m.set_timestamp(ts);
+    auto r = decode_request(119, body_of(m));
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST(!std::get<start_transaction_req>(*r).timestamp.has_value());
+
+    pb::ApbStaticReadObjects s;
+    s.mutable_transaction()->set_timestamp(ts);
+    auto rs = decode_request(123, body_of(s));
+    BOOST_REQUIRE(rs.has_value());
+    BOOST_TEST(!std::get<static_read_objects_req>(*rs)
+                  .transaction.timestamp.has_value());
+  }
+  auto absent = decode_request(119, "");
+  BOOST_REQUIRE(absent.has_value());
+  BOOST_TEST(!std::get<start_transaction_req>(*absent).timestamp.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(transaction_properties_are_accepted_and_ignored) {
+  pb::ApbStartTransaction m;
+  m.mutable_properties()->set_read_write(1);
+  m.mutable_properties()->set_red_blue(1);
+  m.mutable_properties()->add_shared_locks("l1");
+  m.mutable_properties()->add_exclusive_locks("l2");
+  auto body = body_of(m);
+  body += std::string("\x58\x01", 2); // a field from a future server: 11
+  auto r = decode_request(119, body);
+  BOOST_REQUIRE(r.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(unknown_and_unserved_codes_are_unavailable) {
+  for (int code : {1, 50, 106, 129, 135, 136, 255}) {
+    auto r = decode_request(static_cast<std::uint8_t>(code), "");
+    BOOST_REQUIRE(!r.has_value());
+    BOOST_TEST(r.err().code() == errc::unavailable);
+    BOOST_TEST(r.err().message().find("unknown message code")
+               != std::string::npos);
+  }
+  for (int code : {0, 107, 109, 115, 117, 124, 126, 128}) {
+    auto r = decode_request(static_cast<std::uint8_t>(code), "");
+    BOOST_REQUIRE(!r.has_value());
+    BOOST_TEST(r.err().code() == errc::unavailable);
+    BOOST_TEST(r.err().message().find("not a request") != std::string::npos);
+  }
+  BOOST_TEST(decode_response(119, "").err().code() == errc::unavailable);
+  BOOST_TEST(decode_response(200, "").err().code() == errc::unavailable);
+}
+
+BOOST_AUTO_TEST_CASE(garbage_body_is_corrupt) {
+  auto e = decode_error(msg_code::static_update_objects, "\xff\xff\xff");
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("StaticUpdateObjects") != std::string::npos);
+}
+
+// ---- responses -----------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(counter_values_are_clamped_and_sent_exact_in_extension) {
+  BOOST_TEST(clamp_counter_value(5) == 5);
+  BOOST_TEST(clamp_counter_value(std::int64_t{1} << 40)
+             == std::numeric_limits<std::int32_t>::max());
+  BOOST_TEST(clamp_counter_value(-(std::int64_t{1} << 40))
+             == std::numeric_limits<std::int32_t>::min());
+
+  auto f = encode_response(read_objects_resp{
+    true, {crdt_value{std::int64_t{1} << 40}, crdt_value{std::int64_t{-7}}}, 0});
+  pb::ApbReadObjectsResp m;
+  BOOST_REQUIRE(m.ParseFromString(f.body)); // all required fields present
+  BOOST_TEST(m.objects(0).counter().value()
+             == std::numeric_limits<std::int32_t>::max());
+  BOOST_TEST(m.objects(0).counter().tally_value() == (std::int64_t{1} << 40));
+  BOOST_TEST(m.objects(1).counter().value() == -7);
+  BOOST_TEST(m.objects(1).counter().tally_value() == -7);
+}
+
+BOOST_AUTO_TEST_CASE(errors_map_onto_antidotes_codes) {
+  BOOST_TEST((to_wire_error(errc::aborted) == wire_error::aborted));
+  BOOST_TEST((to_wire_error(errc::timeout) == wire_error::timeout));
+  for (auto c : {errc::invalid_argument, errc::overflow, errc::corrupt,
+                 errc::wrong_type, errc::not_found, errc::io_error,
+                 errc::storage_full, errc::unavailable, errc::bad_config})
+    BOOST_TEST((to_wire_error(c) == wire_error::unknown));
+  BOOST_TEST(errc_from_wire_error(1) == errc::timeout);
+  BOOST_TEST(errc_from_wire_error(3) == errc::aborted);
+  BOOST_TEST(errc_from_wire_error(0) == errc::unavailable);
+  BOOST_TEST(errc_from_wire_error(2) == errc::unavailable);
+
+  auto f = encode_response(error_resp{make_error(errc::overflow, "too big")});
+  BOOST_TEST(f.code == 0);
+  pb::ApbErrorResp m;
+  BOOST_REQUIRE(m.ParseFromString(f.body));
+  BOOST_TEST(m.errcode() == 0u);
+  BOOST_TEST(m.errmsg() == "too big");
+  BOOST_TEST(m.tally_errc() == static_cast<std::uint32_t>(errc::overflow));
+
+  auto fail = encode_response(commit_resp::failure(errc::aborted));
+  pb::ApbCommitResp c;
+  BOOST_REQUIRE(c.ParseFromString(fail.body));
+  BOOST_TEST(!c.success());
+  BOOST_TEST(c.errorcode() == 3u);
+  BOOST_TEST(!c.has_commit_time());
+}
+
+BOOST_AUTO_TEST_CASE(antidote_error_without_extension_maps_from_errcode) {
+  pb::ApbErrorResp m;
+  m.set_errmsg("{aborted,...}");
+  m.set_errcode(3);
+  auto r = decode_response(0, body_of(m));
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(std::get<error_resp>(*r).err.code() == errc::aborted);
+  BOOST_TEST(std::get<error_resp>(*r).err.message() == "{aborted,...}");
+  m.set_tally_errc(200); // not an errc: ignored
+  m.set_errcode(1);
+  r = decode_response(0, body_of(m));
+  BOOST_TEST(std::get<error_resp>(*r).err.code() == errc::timeout);
+}
+
+BOOST_AUTO_TEST_CASE(antidote_counter_value_without_extension_is_read) {
+  pb::ApbStaticReadObjectsResp m;
+  m.mutable_objects()->set_success(true);
+  m.mutable_objects()->add_objects()->mutable_counter()->set_value(-12);
+  m.mutable_committime()->set_success(true);
+  m.mutable_committime()->set_commit_time(std::string("\x83\x74", 2));
+  auto r = decode_response(128, body_of(m));
+  BOOST_REQUIRE(r.has_value());
+  const auto& s = std::get<static_read_objects_resp>(*r);
+  BOOST_TEST((s.objects.values.at(0) == crdt_value{std::int64_t{-12}}));
+  BOOST_TEST(s.commit.commit_time == std::string("\x83\x74", 2));
+}
+
+BOOST_AUTO_TEST_CASE(non_counter_or_empty_read_values_are_refused) {
+  pb::ApbReadObjectsResp m;
+  m.set_success(true);
+  m.add_objects()->mutable_reg()->set_value("v");
+  auto r = decode_response(126, body_of(m));
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.err().code() == errc::wrong_type);
+  BOOST_TEST(r.err().message().find("register") != std::string::npos);
+
+  pb::ApbReadObjectsResp empty;
+  empty.set_success(true);
+  empty.add_objects();
+  BOOST_TEST(decode_response(126, body_of(empty)).err().code() == errc::corrupt);
+
+  pb::ApbStaticReadObjectsResp no_commit;
+  no_commit.mutable_objects()->set_success(true);
+  BOOST_TEST(decode_response(128, body_of(no_commit)).err().code()
+             == errc::corrupt);
+  BOOST_TEST(decode_response(111, "").err().code() == errc::corrupt);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
