@@ -1,0 +1,95 @@
+// Byte layouts of everything the journal, its index, the checkpoint store and
+// the metadata keep in LMDB (docs/FORMAT.md, "Journal record", "Checkpoint
+// entry", "Metadata"). Pure functions: no I/O, safe from any thread.
+//
+// Every stored value that is not a fixed-width integer is a *frame*:
+//
+//   frame := version:u8 length:u32le crc:u32le payload[length]
+//
+// with crc = CRC-32C(payload) and payload a Cereal PortableBinary archive.
+// A decoder never throws: bad bytes give errc::corrupt with the reason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/expected.hpp"
+#include "journal/record.hpp"
+
+namespace tally {
+
+/// Size of a frame header: version byte, payload length, payload CRC-32C.
+constexpr std::size_t frame_header_size = 1 + 4 + 4;
+
+/// The version byte of a journal record frame. Bump on any change to the
+/// frame or to the payload's top-level layout; keep decoding every version
+/// ever written.
+constexpr std::uint8_t record_frame_version = 1;
+
+/// Appends frame(version, payload) to `out`.
+void append_frame(std::string& out, std::uint8_t version,
+                  std::string_view payload);
+
+/// The payload of a frame, after checking its version (== `version`), its
+/// length (the frame must be exactly header + length bytes) and its CRC.
+/// errc::corrupt naming `what` and the failed check otherwise.
+expected<std::string_view> open_frame(std::string_view frame,
+                                      std::uint8_t version, const char* what);
+
+/// The stored bytes of one journal record (a frame of version
+/// record_frame_version), written to `out` (cleared first; pass the same
+/// string again to reuse its capacity).
+void encode_record(const journal_record& r, std::string& out);
+std::string encode_record(const journal_record& r);
+
+/// Decodes bytes written by encode_record(). errc::corrupt for a bad frame,
+/// an unknown record kind or version, a truncated payload or trailing bytes.
+expected<journal_record> decode_record(std::string_view bytes);
+
+// ---- keys ----------------------------------------------------------------
+
+/// Journal key: the LSN as 8 bytes big-endian, so LMDB's byte order is LSN
+/// order and appends go to the right edge of the B-tree (MDB_APPEND).
+constexpr std::size_t lsn_key_size = 8;
+void put_be64(char* out, std::uint64_t v) noexcept;
+std::uint64_t get_be64(const char* in) noexcept;
+std::string lsn_key(lsn position);
+/// errc::corrupt unless `key` is exactly 8 bytes.
+expected<lsn> decode_lsn_key(std::string_view key);
+
+/// LMDB's compiled-in maximum key size (MDB_MAXKEYSIZE) is 511 bytes and an
+/// index key also bounds its DUPSORT values; the encoded key adds a 2-byte
+/// bucket length, so bucket and key together may use 509 bytes.
+constexpr std::size_t max_object_key_bytes = 511 - 2;
+
+/// Index and checkpoint key of an object: bucket length as u16 big-endian,
+/// the bucket bytes, then the key bytes. Prefix-free, so distinct objects
+/// never share an encoding. errc::invalid_argument when bucket + key exceed
+/// max_object_key_bytes.
+expected<std::string> encode_object_key(const object_key& k);
+/// errc::corrupt for bytes that encode_object_key() cannot have written.
+expected<object_key> decode_object_key(std::string_view bytes);
+
+/// One index value (seed 004, section 2.3): where a committed update of the
+/// key is. 16 bytes: commit LSN then update LSN, both big-endian, so LMDB's
+/// sorted duplicates come out in commit order, updates in issue order.
+struct index_value {
+  lsn commit = 0;
+  lsn update = 0;
+  friend bool operator==(index_value a, index_value b) noexcept {
+    return a.commit == b.commit && a.update == b.update;
+  }
+};
+constexpr std::size_t index_value_size = 16;
+std::string encode_index_value(index_value v);
+/// errc::corrupt unless `bytes` is exactly 16 bytes.
+expected<index_value> decode_index_value(std::string_view bytes);
+
+/// Fixed-width metadata integers: u64 big-endian.
+std::string encode_u64(std::uint64_t v);
+/// errc::corrupt naming `what` unless `bytes` is exactly 8 bytes.
+expected<std::uint64_t> decode_u64(std::string_view bytes, const char* what);
+
+} // namespace tally

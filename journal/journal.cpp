@@ -1,0 +1,773 @@
+#include "journal/journal.hpp"
+
+#include <algorithm>
+#include <istream>
+#include <limits>
+#include <ostream>
+
+#include <cereal/archives/portable_binary.hpp>
+
+#include "journal/detail/membuf.hpp"
+
+namespace tally {
+
+namespace {
+
+// Metadata keys (docs/FORMAT.md, "Metadata").
+constexpr std::string_view meta_format_version = "format_version";
+constexpr std::string_view meta_partition_id = "partition_id";
+constexpr std::string_view meta_next_lsn = "next_lsn";
+constexpr std::string_view meta_truncation_lsn = "truncation_lsn";
+constexpr std::string_view meta_checkpoint = "checkpoint";
+
+// Frame version of meta "checkpoint".
+constexpr std::uint8_t checkpoint_state_version = 1;
+
+std::string encode_checkpoint_state(const checkpoint_state& s) {
+  std::string payload;
+  {
+    detail::string_sink sink{payload};
+    std::ostream os{&sink};
+    cereal::PortableBinaryOutputArchive ar{os};
+    ar(s.sequence, s.time, s.max_commit_time, s.last_bloom_timestamp);
+  }
+  std::string out;
+  append_frame(out, checkpoint_state_version, payload);
+  return out;
+}
+
+expected<checkpoint_state> decode_checkpoint_state(std::string_view bytes) {
+  auto payload = open_frame(bytes, checkpoint_state_version,
+                            "meta checkpoint state");
+  if (!payload)
+    return payload.err();
+  detail::view_source src{*payload};
+  std::istream is{&src};
+  try {
+    cereal::PortableBinaryInputArchive ar{is};
+    checkpoint_state s;
+    ar(s.sequence, s.time, s.max_commit_time, s.last_bloom_timestamp);
+    if (src.remaining() != 0)
+      return make_error(errc::corrupt,
+                        "meta checkpoint state: trailing bytes");
+    return s;
+  } catch (const std::exception& e) {
+    return make_error(errc::corrupt,
+                      std::string{"meta checkpoint state: "} + e.what());
+  }
+}
+
+// Undecided transactions during one append: changes are staged here and
+// reach journal::pending_ only after the LMDB commit succeeded, so a failed
+// append leaves the in-memory state as it was.
+class pending_overlay {
+public:
+  using map = std::unordered_map<tx_id, pending_tx, tx_id_hash>;
+
+  explicit pending_overlay(const map& base) : base_(base) {}
+
+  // The staged state of `tx`, created (first record at `at`) if unknown.
+  pending_tx& touch(const tx_id& tx, lsn at) {
+    auto it = changed_.find(tx);
+    if (it == changed_.end()) {
+      auto b = base_.find(tx);
+      it = changed_
+             .emplace(tx, b != base_.end() ? std::optional<pending_tx>{b->second}
+                                           : std::optional<pending_tx>{})
+             .first;
+    }
+    if (!it->second) {
+      it->second.emplace();
+      it->second->first_lsn = at;
+    }
+    return *it->second;
+  }
+
+  // Removes `tx` (it committed or aborted) and returns its staged state.
+  std::optional<pending_tx> take(const tx_id& tx) {
+    std::optional<pending_tx> out;
+    if (auto it = changed_.find(tx); it != changed_.end()) {
+      out = std::move(it->second);
+      it->second.reset();
+    } else {
+      if (auto b = base_.find(tx); b != base_.end())
+        out = b->second;
+      changed_.emplace(tx, std::nullopt);
+    }
+    return out;
+  }
+
+  void apply_to(map& target) {
+    for (auto& [tx, state] : changed_) {
+      if (state)
+        target[tx] = std::move(*state);
+      else
+        target.erase(tx);
+    }
+  }
+
+private:
+  const map& base_;
+  std::unordered_map<tx_id, std::optional<pending_tx>, tx_id_hash> changed_;
+};
+
+error corrupt_at(lsn at, const error& cause) {
+  return make_error(errc::corrupt, "journal record at LSN " + std::to_string(at)
+                                     + ": " + cause.message());
+}
+
+} // namespace
+
+const char* to_string(durability d) noexcept {
+  switch (d) {
+    case durability::full: return "full";
+    case durability::batch: return "batch";
+    case durability::none: return "none";
+  }
+  return "unknown";
+}
+
+// ---- open and recovery ---------------------------------------------------
+
+expected<opened_journal> journal::open(const journal_options& opts,
+                                       std::shared_ptr<storage_env> env) {
+  if (!env) {
+    auto real = lmdb_env::open(lmdb_options{opts.path, opts.map_size});
+    if (!real)
+      return real.err();
+    env = std::move(*real);
+  }
+  std::unique_ptr<journal> j{new journal(std::move(env), opts)};
+  auto rec = j->recover(opts.collect_effects);
+  if (!rec)
+    return rec.err();
+  return opened_journal{std::move(j), std::move(*rec)};
+}
+
+expected<bool> journal::init_or_check_meta(storage_txn& txn) {
+  const auto& path = env_->path();
+  auto version = txn.get(store_db::meta, meta_format_version);
+  if (!version)
+    return version.err();
+  if (!version->has_value()) {
+    auto js = txn.stats(store_db::journal);
+    if (!js)
+      return js.err();
+    if (js->entries != 0)
+      return make_error(errc::corrupt,
+                        "store at " + path
+                          + " holds journal records but no format version");
+    const std::pair<std::string_view, std::uint64_t> init[] = {
+      {meta_format_version, store_format_version},
+      {meta_partition_id, partition_},
+      {meta_next_lsn, 1},
+      {meta_truncation_lsn, 1},
+    };
+    for (const auto& [name, value] : init)
+      if (auto st = txn.put(store_db::meta, name, encode_u64(value)); !st)
+        return st.err();
+    next_ = 1;
+    truncation_ = 1;
+    return true;
+  }
+  auto v = decode_u64(**version, "meta format_version");
+  if (!v)
+    return v.err();
+  if (*v != store_format_version)
+    return make_error(errc::corrupt,
+                      "store at " + path + " has format version "
+                        + std::to_string(*v) + "; this build reads version "
+                        + std::to_string(store_format_version)
+                        + " only (docs/FORMAT.md)");
+  auto read_u64 = [&](std::string_view name) -> expected<std::uint64_t> {
+    auto raw = txn.get(store_db::meta, name);
+    if (!raw)
+      return raw.err();
+    if (!raw->has_value())
+      return make_error(errc::corrupt, "store at " + path + " lacks meta "
+                                         + std::string{name});
+    return decode_u64(**raw, "meta value");
+  };
+  auto pid = read_u64(meta_partition_id);
+  if (!pid)
+    return pid.err();
+  if (*pid != partition_)
+    return make_error(errc::bad_config,
+                      "store at " + path + " belongs to partition "
+                        + std::to_string(*pid) + ", not "
+                        + std::to_string(partition_)
+                        + "; check the data directory setting");
+  auto next = read_u64(meta_next_lsn);
+  if (!next)
+    return next.err();
+  auto trunc = read_u64(meta_truncation_lsn);
+  if (!trunc)
+    return trunc.err();
+  if (*trunc == 0 || *trunc > *next)
+    return make_error(errc::corrupt, "store at " + path + ": truncation LSN "
+                                       + std::to_string(*trunc)
+                                       + " is not in [1, next LSN "
+                                       + std::to_string(*next) + "]");
+  next_ = *next;
+  truncation_ = *trunc;
+  auto cp = txn.get(store_db::meta, meta_checkpoint);
+  if (!cp)
+    return cp.err();
+  if (cp->has_value()) {
+    auto state = decode_checkpoint_state(**cp);
+    if (!state)
+      return state.err();
+    checkpoint_ = std::move(*state);
+  }
+  return false;
+}
+
+expected<recovery_result> journal::recover(bool collect_effects) {
+  // 1. Metadata: create it for a new store, check it for an existing one.
+  {
+    auto txn = env_->begin(true);
+    if (!txn)
+      return txn.err();
+    auto fresh = init_or_check_meta(**txn);
+    if (!fresh)
+      return fresh.err();
+    if (*fresh) {
+      if (auto st = (*txn)->commit(commit_mode::durable); !st)
+        return st.err();
+    }
+  }
+  max_commit_ = checkpoint_.max_commit_time;
+  last_bloom_ = checkpoint_.last_bloom_timestamp;
+
+  // 2. Verify and replay every record. A bad record is remembered, not
+  //    acted on: only when no valid record follows it is it part of a tail.
+  struct recovering_tx {
+    lsn first_lsn = 0;
+    std::optional<prepare_record> prepare;
+    lsn prepare_lsn = 0;
+    std::vector<std::pair<lsn, update_record>> updates;
+  };
+  std::unordered_map<tx_id, recovering_tx, tx_id_hash> txs;
+  recovery_result out;
+  std::vector<std::string> bad_keys;
+  lsn first_bad = 0;
+  std::string first_bad_reason;
+  lsn last_valid = 0;
+  const bool has_checkpoint = checkpoint_.sequence > 0;
+  {
+    auto txn = env_->begin(false);
+    if (!txn)
+      return txn.err();
+    auto cur = (*txn)->cursor(store_db::journal);
+    if (!cur)
+      return cur.err();
+    auto more = (*cur)->first();
+    for (; more && *more; more = (*cur)->next()) {
+      auto key = (*cur)->key();
+      auto at = decode_lsn_key(key);
+      expected<journal_record> rec = at.has_value() ? decode_record((*cur)->value())
+                                                    : expected<journal_record>{at.err()};
+      if (rec && (*at < truncation_ || *at >= next_))
+        rec = make_error(errc::corrupt,
+                         "LSN outside the log's range [" + std::to_string(truncation_)
+                           + ", " + std::to_string(next_) + ")");
+      lsn pos = at ? *at : last_valid + 1;
+      if (!rec) {
+        if (bad_keys.empty()) {
+          first_bad = pos;
+          first_bad_reason = rec.err().message();
+        }
+        bad_keys.emplace_back(key);
+        continue;
+      }
+      if (!bad_keys.empty())
+        return make_error(errc::corrupt,
+                          "journal record at LSN " + std::to_string(first_bad)
+                            + " is corrupt (" + first_bad_reason
+                            + ") but a valid record follows at LSN "
+                            + std::to_string(pos)
+                            + "; nothing was changed or applied: restore this "
+                              "partition replica from its peers");
+      last_valid = pos;
+      ++out.records;
+      std::visit(
+        [&](auto& r) {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, update_record>) {
+            auto& t = txs[r.tx];
+            if (t.first_lsn == 0)
+              t.first_lsn = pos;
+            t.updates.emplace_back(pos, std::move(r));
+          } else if constexpr (std::is_same_v<T, prepare_record>) {
+            auto& t = txs[r.tx];
+            if (t.first_lsn == 0)
+              t.first_lsn = pos;
+            t.prepare = r;
+            t.prepare_lsn = pos;
+          } else if constexpr (std::is_same_v<T, commit_record>) {
+            max_commit_.merge(r.commit_time);
+            last_bloom_ = r.bloom_timestamp;
+            auto it = txs.find(r.tx);
+            if (it == txs.end())
+              return; // its updates were truncated with the checkpoint
+            bool folded = has_checkpoint && r.commit_time <= checkpoint_.time;
+            for (auto& [upos, u] : it->second.updates) {
+              if (u.op)
+                out.op_ids.push_back(
+                  recovered_op{*u.op, u.key.bucket, r.wall_time_us, pos});
+              if (collect_effects && !folded)
+                out.effects[u.key].push_back(committed_effect{
+                  upos, r.tx, r.commit_time, std::move(u.effect), pos});
+            }
+            txs.erase(it);
+          } else {
+            txs.erase(r.tx);
+          }
+        },
+        *rec);
+    }
+    if (!more)
+      return more.err();
+  }
+
+  // 3. Cut a bad tail.
+  if (!bad_keys.empty()) {
+    if (auto st = cut_tail(bad_keys, first_bad); !st)
+      return st.err();
+    out.cut_records = bad_keys.size();
+    out.cut_from = first_bad;
+  }
+
+  // 4. Undecided transactions, oldest first.
+  for (auto& [tx, t] : txs) {
+    pending_tx p;
+    p.first_lsn = t.first_lsn;
+    if (t.prepare)
+      p.prepare_lsn = t.prepare_lsn;
+    for (const auto& [upos, u] : t.updates)
+      p.updates.push_back(pending_update{upos, u.key});
+    pending_.emplace(tx, std::move(p));
+    out.undecided.push_back(recovered_tx{tx, t.first_lsn, std::move(t.prepare),
+                                         t.prepare_lsn, std::move(t.updates)});
+  }
+  std::sort(out.undecided.begin(), out.undecided.end(),
+            [](const recovered_tx& a, const recovered_tx& b) {
+              return a.first_lsn < b.first_lsn;
+            });
+
+  // 5. What was read at open is what a restart finds: make it durable, so
+  //    durable_lsn() starts honest in every mode.
+  next_ = std::max(next_, last_valid + 1);
+  if (auto st = env_->sync(); !st)
+    return st.err();
+  durable_ = next_ - 1;
+
+  out.max_commit_time = max_commit_;
+  out.last_bloom_timestamp = last_bloom_;
+  out.checkpoint_time = checkpoint_.time;
+  out.truncation_lsn = truncation_;
+  out.next_lsn = next_;
+  return out;
+}
+
+status journal::cut_tail(const std::vector<std::string>& bad_keys,
+                         lsn first_bad) {
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  for (const auto& k : bad_keys)
+    if (auto d = (*txn)->del(store_db::journal, k); !d)
+      return d.err();
+  // Index entries of commits in the cut tail. Their keys are unknown (the
+  // commit record is the corrupt part), so the whole index is scanned: rare
+  // (only after a torn write) and bounded by the index size.
+  auto cur = (*txn)->cursor(store_db::index);
+  if (!cur)
+    return cur.err();
+  auto more = (*cur)->first();
+  while (more && *more) {
+    auto iv = decode_index_value((*cur)->value());
+    if (!iv)
+      return iv.err();
+    if (iv->commit >= first_bad) {
+      if (auto st = (*cur)->del(); !st)
+        return st;
+    }
+    more = (*cur)->next();
+  }
+  if (!more)
+    return more.err();
+  return (*txn)->commit(commit_mode::durable);
+}
+
+// ---- writing ---------------------------------------------------------------
+
+error journal::stopped_error() const {
+  return *stopped_;
+}
+
+status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what) {
+  auto mode = mode_ == durability::full ? commit_mode::durable
+                                        : commit_mode::lazy;
+  auto st = txn.commit(mode);
+  if (st)
+    return {};
+  // LMDB reports a full map while allocating pages, before anything is
+  // written: the store is unchanged and the journal may continue.
+  if (st.err().code() == errc::storage_full)
+    return st;
+  stopped_ = make_error(
+    errc::io_error,
+    "journal at " + env_->path() + " stopped after a failed "
+      + (mode == commit_mode::durable ? "commit and sync" : "commit") + " of "
+      + what + " at LSN " + std::to_string(last) + " (" + st.err().to_string()
+      + "); it refuses writes until reopened, because the log's state on "
+        "disk is unknown");
+  return *stopped_;
+}
+
+expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
+  if (stopped_)
+    return stopped_error();
+  if (batch.empty())
+    return lsn_range{next_, next_ - 1};
+  for (const auto& rec : batch) {
+    if (auto* u = std::get_if<update_record>(&rec)) {
+      if (auto k = encode_object_key(u->key); !k)
+        return k.err();
+    } else if (auto* c = std::get_if<commit_record>(&rec)) {
+      // Such a commit would be invisible: readers take every commit <= the
+      // checkpoint time from the checkpoint store. Its arrival means the
+      // checkpoint time was set above the partition's safe time.
+      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time)
+        return make_error(errc::invalid_argument,
+                          "commit time " + to_string(c->commit_time)
+                            + " is <= the checkpoint time "
+                            + to_string(checkpoint_.time)
+                            + ": the checkpoint time must not exceed the "
+                              "partition's safe time");
+    }
+  }
+
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  pending_overlay staged{pending_};
+  vector_clock max_commit = max_commit_;
+  std::string last_bloom = last_bloom_;
+  bool saw_commit = false;
+  const lsn first = next_;
+  lsn at = first;
+  char key[lsn_key_size];
+  for (const auto& rec : batch) {
+    encode_record(rec, scratch_);
+    put_be64(key, at);
+    if (auto st = (*txn)->put(store_db::journal,
+                              std::string_view{key, lsn_key_size}, scratch_,
+                              put_mode::append);
+        !st)
+      return st.err();
+    if (auto* u = std::get_if<update_record>(&rec)) {
+      staged.touch(u->tx, at).updates.push_back(pending_update{at, u->key});
+    } else if (auto* p = std::get_if<prepare_record>(&rec)) {
+      staged.touch(p->tx, at).prepare_lsn = at;
+    } else if (auto* c = std::get_if<commit_record>(&rec)) {
+      max_commit.merge(c->commit_time);
+      last_bloom = c->bloom_timestamp;
+      saw_commit = true;
+      if (auto tx = staged.take(c->tx)) {
+        for (const auto& u : tx->updates) {
+          auto k = encode_object_key(u.key); // checked when it was appended
+          if (!k)
+            return k.err();
+          if (auto st = (*txn)->put(store_db::index, *k,
+                                    encode_index_value({at, u.position}));
+              !st)
+            return st.err();
+        }
+      }
+    } else {
+      staged.take(std::get<abort_record>(rec).tx);
+    }
+    ++at;
+  }
+  if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(at)); !st)
+    return st.err();
+  if (auto st = commit_or_stop(**txn, at - 1, "an append"); !st)
+    return st.err();
+
+  staged.apply_to(pending_);
+  next_ = at;
+  if (mode_ == durability::full)
+    durable_ = at - 1;
+  if (saw_commit) {
+    max_commit_ = std::move(max_commit);
+    last_bloom_ = std::move(last_bloom);
+  }
+  return lsn_range{first, at - 1};
+}
+
+status journal::sync() {
+  if (stopped_)
+    return stopped_error();
+  if (mode_ != durability::batch || durable_ + 1 >= next_)
+    return {};
+  if (auto st = env_->sync(); !st) {
+    stopped_ = make_error(
+      errc::io_error,
+      "journal at " + env_->path() + " stopped after a failed sync at LSN "
+        + std::to_string(next_ - 1) + " (" + st.err().to_string()
+        + "); it refuses writes until reopened, because the log's state on "
+          "disk is unknown");
+    return *stopped_;
+  }
+  durable_ = next_ - 1;
+  return {};
+}
+
+status journal::apply_checkpoint(
+  const truncation_plan& plan,
+  const std::function<status(storage_txn&)>& writes) {
+  if (stopped_)
+    return stopped_error();
+  const lsn t = plan.new_truncation_lsn;
+  if (t < truncation_ || t > next_)
+    return make_error(errc::invalid_argument,
+                      "truncation LSN " + std::to_string(t) + " is not in ["
+                        + std::to_string(truncation_) + ", "
+                        + std::to_string(next_) + "]");
+  for (const auto& [tx, p] : pending_)
+    if (p.first_lsn < t)
+      return make_error(errc::invalid_argument,
+                        "truncation LSN " + std::to_string(t)
+                          + " would drop records of undecided transaction "
+                          + "<" + std::to_string(tx.origin) + ","
+                          + std::to_string(tx.seq) + "> from LSN "
+                          + std::to_string(p.first_lsn));
+  if (checkpoint_.sequence > 0 && !(checkpoint_.time <= plan.checkpoint_time))
+    return make_error(errc::invalid_argument,
+                      "checkpoint time " + to_string(plan.checkpoint_time)
+                        + " is not >= the previous one "
+                        + to_string(checkpoint_.time));
+
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  if (auto st = writes(**txn); !st)
+    return st;
+  for (const auto& [key, iv] : plan.unindex)
+    if (auto d = (*txn)->del_dup(store_db::index, key, encode_index_value(iv));
+        !d)
+      return d.err();
+  if (t > truncation_) {
+    auto cur = (*txn)->cursor(store_db::journal);
+    if (!cur)
+      return cur.err();
+    auto more = (*cur)->seek(lsn_key(truncation_));
+    while (more && *more) {
+      auto at = decode_lsn_key((*cur)->key());
+      if (!at)
+        return at.err();
+      if (*at >= t)
+        break;
+      if (auto st = (*cur)->del(); !st)
+        return st;
+      more = (*cur)->next();
+    }
+    if (!more)
+      return more.err();
+  }
+  checkpoint_state next_state;
+  next_state.sequence = checkpoint_.sequence + 1;
+  next_state.time = plan.checkpoint_time;
+  next_state.max_commit_time = max_commit_;
+  next_state.last_bloom_timestamp = last_bloom_;
+  if (auto st = (*txn)->put(store_db::meta, meta_truncation_lsn, encode_u64(t));
+      !st)
+    return st;
+  if (auto st = (*txn)->put(store_db::meta, meta_checkpoint,
+                            encode_checkpoint_state(next_state));
+      !st)
+    return st;
+  // A checkpoint is rare and replaces log records: make it durable (it also
+  // covers earlier lazy appends), except in mode none.
+  auto mode = mode_ == durability::none ? commit_mode::lazy
+                                        : commit_mode::durable;
+  if (auto st = (*txn)->commit(mode); !st) {
+    if (st.err().code() == errc::storage_full)
+      return st;
+    stopped_ = make_error(
+      errc::io_error,
+      "journal at " + env_->path()
+        + " stopped after a failed checkpoint commit and sync at LSN "
+        + std::to_string(next_ - 1) + " (" + st.err().to_string()
+        + "); it refuses writes until reopened, because the log's state on "
+          "disk is unknown");
+    return *stopped_;
+  }
+  truncation_ = t;
+  checkpoint_ = std::move(next_state);
+  if (mode == commit_mode::durable)
+    durable_ = next_ - 1;
+  return {};
+}
+
+// ---- reading ---------------------------------------------------------------
+
+expected<std::vector<committed_effect>>
+journal::read_committed(const object_key& key, lsn after_lsn) {
+  auto enc = encode_object_key(key);
+  if (!enc)
+    return enc.err();
+  std::vector<committed_effect> out;
+  if (after_lsn == std::numeric_limits<lsn>::max())
+    return out;
+  auto txn = env_->begin(false);
+  if (!txn)
+    return txn.err();
+  auto cur = (*txn)->cursor(store_db::index);
+  if (!cur)
+    return cur.err();
+  lsn commit_at = 0;
+  commit_record commit;
+  char key_buf[lsn_key_size];
+  const bool has_checkpoint = checkpoint_.sequence > 0;
+  auto fetch = [&](lsn at) -> expected<journal_record> {
+    put_be64(key_buf, at);
+    auto raw = (*txn)->get(store_db::journal,
+                           std::string_view{key_buf, lsn_key_size});
+    if (!raw)
+      return raw.err();
+    if (!raw->has_value())
+      return make_error(errc::corrupt,
+                        "index entry of " + key.bucket + "/" + key.key
+                          + " points at LSN " + std::to_string(at)
+                          + ", which the journal does not hold");
+    auto rec = decode_record(**raw);
+    if (!rec)
+      return corrupt_at(at, rec.err());
+    return rec;
+  };
+  auto more = (*cur)->seek_dup(*enc, encode_index_value({after_lsn + 1, 0}));
+  for (; more && *more; more = (*cur)->next_dup()) {
+    auto iv = decode_index_value((*cur)->value());
+    if (!iv)
+      return iv.err();
+    if (iv->commit != commit_at) {
+      auto rec = fetch(iv->commit);
+      if (!rec)
+        return rec.err();
+      auto* c = std::get_if<commit_record>(&*rec);
+      if (!c)
+        return make_error(errc::corrupt, "index entry points at LSN "
+                                           + std::to_string(iv->commit)
+                                           + ", which is not a commit record");
+      commit = std::move(*c);
+      commit_at = iv->commit;
+    }
+    // Folded commits lose their index entries with the checkpoint; the
+    // check keeps the promise even for one whose entry survived (a cut
+    // tail, then a re-sent commit).
+    if (has_checkpoint && commit.commit_time <= checkpoint_.time)
+      continue;
+    auto rec = fetch(iv->update);
+    if (!rec)
+      return rec.err();
+    auto* u = std::get_if<update_record>(&*rec);
+    if (!u || u->tx != commit.tx || u->key != key)
+      return make_error(errc::corrupt,
+                        "index entry points at LSN " + std::to_string(iv->update)
+                          + ", which is not an update of " + key.bucket + "/"
+                          + key.key + " by the committing transaction");
+    out.push_back(committed_effect{iv->update, u->tx, commit.commit_time,
+                                   std::move(u->effect), iv->commit});
+  }
+  if (!more)
+    return more.err();
+  return out;
+}
+
+expected<std::vector<committed_effect>>
+journal::scan_committed(const object_key& key, lsn after_lsn) {
+  std::unordered_map<tx_id, std::vector<std::pair<lsn, crdt_effect>>,
+                     tx_id_hash>
+    open;
+  std::vector<committed_effect> out;
+  const bool has_checkpoint = checkpoint_.sequence > 0;
+  auto st = scan(truncation_, next_, [&](lsn at, const journal_record& rec) {
+    if (auto* u = std::get_if<update_record>(&rec)) {
+      if (u->key == key)
+        open[u->tx].emplace_back(at, u->effect);
+    } else if (auto* c = std::get_if<commit_record>(&rec)) {
+      auto it = open.find(c->tx);
+      if (it == open.end())
+        return true;
+      bool folded = has_checkpoint && c->commit_time <= checkpoint_.time;
+      if (!folded && at > after_lsn)
+        for (auto& [upos, eff] : it->second)
+          out.push_back(committed_effect{upos, c->tx, c->commit_time,
+                                         std::move(eff), at});
+      open.erase(it);
+    } else if (auto* a = std::get_if<abort_record>(&rec)) {
+      open.erase(a->tx);
+    }
+    return true;
+  });
+  if (!st)
+    return st.err();
+  return out;
+}
+
+status journal::scan(lsn from, lsn to,
+                     const std::function<bool(lsn, const journal_record&)>& visit) {
+  if (from >= to)
+    return {};
+  auto txn = env_->begin(false);
+  if (!txn)
+    return txn.err();
+  auto cur = (*txn)->cursor(store_db::journal);
+  if (!cur)
+    return cur.err();
+  auto more = (*cur)->seek(lsn_key(from));
+  for (; more && *more; more = (*cur)->next()) {
+    auto at = decode_lsn_key((*cur)->key());
+    if (!at)
+      return at.err();
+    if (*at >= to)
+      break;
+    auto rec = decode_record((*cur)->value());
+    if (!rec)
+      return corrupt_at(*at, rec.err());
+    if (!visit(*at, *rec))
+      break;
+  }
+  if (!more)
+    return more.err();
+  return {};
+}
+
+expected<journal_stats> journal::stats() {
+  auto txn = env_->begin(false);
+  if (!txn)
+    return txn.err();
+  journal_stats out;
+  auto j = (*txn)->stats(store_db::journal);
+  if (!j)
+    return j.err();
+  auto i = (*txn)->stats(store_db::index);
+  if (!i)
+    return i.err();
+  auto c = (*txn)->stats(store_db::checkpoint);
+  if (!c)
+    return c.err();
+  auto e = env_->stats();
+  if (!e)
+    return e.err();
+  out.journal = *j;
+  out.index = *i;
+  out.checkpoint = *c;
+  out.env = *e;
+  return out;
+}
+
+} // namespace tally

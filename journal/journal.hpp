@@ -1,0 +1,314 @@
+// The operation log of one partition replica (seed 004, sections 2.1-2.3;
+// DESIGN.md, "The partition actor" and "Storage formats"), with its index.
+//
+// Layout: one storage_env (an LMDB environment, a directory) per partition
+// replica. Database `journal` maps LSN -> record frame; `index` maps an
+// object key -> [commit LSN][update LSN] for every committed update of that
+// key, written in the same transaction as the commit record; `meta` holds
+// the format version, partition id, next LSN, truncation LSN and checkpoint
+// state; `checkpoint` belongs to checkpoint/. Formats: docs/FORMAT.md.
+//
+// Group commit: append() writes a whole batch in one LMDB transaction.
+//
+// Durability (docs/STORAGE.md, "Durability modes"):
+//   full   append() makes the batch durable before it returns (an LMDB
+//          commit ordered as data sync, then meta page write and sync);
+//   batch  append() commits without syncing; the owner calls sync() at the
+//          end of its group-commit window and acknowledges only LSNs <=
+//          durable_lsn(). A process crash loses nothing committed; a power
+//          loss may lose what the last sync did not cover;
+//   none   never syncs (tests and benchmarks that say so).
+//
+// Fail-stop (STYLE.md, habit 3; leveldb's DBImpl::Write sync_error rule):
+// once a commit or sync fails, the journal refuses every later write with
+// errc::io_error until it is reopened, because the log's state on disk is
+// then unknown: a later successful sync could make durable a log whose
+// failed part is half there. errc::storage_full is the exception: LMDB
+// reports a full map before writing anything, so the journal stays usable
+// (and readable) and a later append may succeed once space is freed.
+//
+// Contract: owned and called by one partition actor (single-threaded, any
+// thread over time). No transaction outlives a call. Not copyable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "clock/vector_clock.hpp"
+#include "common/expected.hpp"
+#include "journal/codec.hpp"
+#include "journal/lmdb_env.hpp"
+#include "journal/record.hpp"
+#include "journal/storage_env.hpp"
+
+namespace tally {
+
+enum class durability : std::uint8_t { full, batch, none };
+
+/// "full", "batch" or "none".
+const char* to_string(durability d) noexcept;
+
+inline std::ostream& operator<<(std::ostream& os, durability d) {
+  return os << to_string(d);
+}
+
+/// The version of a partition store's layout (meta "format_version"): the
+/// databases, key encodings and frame versions of docs/FORMAT.md. A store
+/// written with another version is refused at open.
+constexpr std::uint32_t store_format_version = 1;
+
+struct journal_options {
+  std::string path;                          // the replica's directory
+  std::uint64_t partition_id = 0;            // checked against meta
+  std::uint64_t map_size = default_map_size; // LMDB map size, bytes
+  durability mode = durability::full;
+  /// Recovery gathers the committed effects per key since the checkpoint
+  /// (recovery_result::effects) to warm the cache. Off, recovery only
+  /// verifies the log and rebuilds the transaction and FBF state; keys are
+  /// then read through the index on demand.
+  bool collect_effects = true;
+};
+
+/// LSNs [first, last] of one appended batch; empty when last < first.
+struct lsn_range {
+  lsn first = 0;
+  lsn last = 0;
+  std::uint64_t size() const noexcept {
+    return last >= first ? last - first + 1 : 0;
+  }
+};
+
+/// An update of a transaction that has not committed or aborted yet.
+struct pending_update {
+  lsn position = 0;
+  object_key key;
+};
+
+/// A transaction with records in the journal and no decision yet: in flight
+/// (updates only) or prepared.
+struct pending_tx {
+  lsn first_lsn = 0;                 // its first record still in the log
+  std::optional<lsn> prepare_lsn;    // set once prepared
+  std::vector<pending_update> updates;
+};
+
+/// An undecided transaction found at recovery, with its records.
+struct recovered_tx {
+  tx_id tx;
+  lsn first_lsn = 0;
+  std::optional<prepare_record> prepare; // nullopt: in flight, not prepared
+  lsn prepare_lsn = 0;
+  std::vector<std::pair<lsn, update_record>> updates; // in LSN order
+};
+
+/// An operation id of a committed transaction still in the journal, with
+/// its commit's wall time: recovery re-inserts these into the bucket's FBF
+/// so replays of the window stay idempotent.
+struct recovered_op {
+  op_id op;
+  std::string bucket;            // the FBF is per bucket
+  std::uint64_t wall_time_us = 0;
+  lsn commit_lsn = 0;
+};
+
+/// What the journal holds, rebuilt at open (DESIGN.md, "Exactly-once
+/// counters" and "The partition actor").
+struct recovery_result {
+  /// Committed effects per key that are not in the checkpoint store (commit
+  /// time not <= checkpoint_time), in commit-record order. Empty when
+  /// journal_options::collect_effects is off.
+  // (A std::map, not an unordered_map: GCC 12 reports a false
+  // -Wfree-nonheap-object when an unordered_map member is destroyed inside
+  // tally::expected, which would break callers built with -Werror.)
+  std::map<object_key, std::vector<committed_effect>> effects;
+  /// Transactions with updates or a prepare and no decision, by first LSN.
+  /// Prepared ones wait for their coordinator; the owner aborts the others.
+  std::vector<recovered_tx> undecided;
+  /// Op ids of every committed transaction still in the log, in commit order.
+  std::vector<recovered_op> op_ids;
+  /// Join of every commit time ever journaled (also of truncated commits).
+  vector_clock max_commit_time;
+  /// Bloom timestamp of the last commit ever journaled ("" if none).
+  std::string last_bloom_timestamp;
+  /// Every commit with commit time <= this is in the checkpoint store.
+  vector_clock checkpoint_time;
+  lsn truncation_lsn = 1; // first LSN the log may hold
+  lsn next_lsn = 1;       // LSN of the next append
+  std::uint64_t records = 0; // records verified (checksum and decoding)
+  /// A torn or corrupt tail that was cut: how many records, from which LSN.
+  std::uint64_t cut_records = 0;
+  lsn cut_from = 0;
+};
+
+/// Sizes, from LMDB's own statistics.
+struct journal_stats {
+  db_stats journal;
+  db_stats index;
+  db_stats checkpoint;
+  env_stats env;
+};
+
+/// The checkpoint state kept in meta "checkpoint" (docs/FORMAT.md).
+struct checkpoint_state {
+  std::uint64_t sequence = 0; // checkpoints taken so far
+  vector_clock time;          // every commit <= time is checkpointed
+  vector_clock max_commit_time;
+  std::string last_bloom_timestamp;
+};
+
+/// What checkpoint/ asks the journal to do in one transaction with its own
+/// writes (checkpoint_store::checkpoint).
+struct truncation_plan {
+  /// Records below this LSN are deleted. Must lie in [truncation_lsn(),
+  /// next_lsn()] and not above the first record of an undecided
+  /// transaction.
+  lsn new_truncation_lsn = 0;
+  /// The new checkpoint time (>= the current one): from now on commits with
+  /// commit time <= it are served by the checkpoint store, not the log.
+  vector_clock checkpoint_time;
+  /// Index entries of the commits folded into the checkpoint: (encoded
+  /// object key, value).
+  std::vector<std::pair<std::string, index_value>> unindex;
+};
+
+class journal;
+
+/// What journal::open() returns: the journal and what recovery rebuilt.
+struct opened_journal {
+  std::unique_ptr<journal> log;
+  recovery_result recovery;
+};
+
+class journal {
+public:
+  /// Opens the replica's store at `opts.path` (creating it when empty) and
+  /// recovers: verifies every record from the truncation LSN to the end
+  /// (checksum, decoding), cuts a corrupt tail (corrupt records with no
+  /// valid record after them; reported in cut_records/cut_from) and
+  /// rebuilds the in-memory state. `env` is the I/O seam: nullptr opens an
+  /// lmdb_env on opts.path; tests pass a fault_env.
+  /// Errors:
+  ///   errc::corrupt      a corrupt record followed by valid ones (the
+  ///                      message names its LSN; nothing is changed or
+  ///                      applied: restore the replica from its peers), or
+  ///                      unreadable metadata;
+  ///   errc::corrupt      the store's format version is not
+  ///                      store_format_version;
+  ///   errc::bad_config   the store belongs to another partition id;
+  ///   errc::io_error, errc::storage_full, errc::unavailable from LMDB.
+  static expected<opened_journal>
+  open(const journal_options& opts, std::shared_ptr<storage_env> env = nullptr);
+
+  journal(const journal&) = delete;
+  journal& operator=(const journal&) = delete;
+
+  /// Appends `batch` in order, in one LMDB transaction (group commit), and
+  /// returns the LSNs it got (consecutive). A commit record indexes every
+  /// update of its transaction in this journal (seed 2.3), in the same
+  /// transaction; an abort record drops them unindexed. In mode full the
+  /// batch is durable on return. An empty batch returns an empty range.
+  /// Errors (nothing of the batch is applied unless said otherwise):
+  ///   errc::invalid_argument an update whose object key is too long, or a
+  ///                          commit whose time is <= the checkpoint time
+  ///                          (checkpoint_bounds contract broken);
+  ///   errc::storage_full     the LMDB map (or disk) is full; the journal
+  ///                          stays usable and readable;
+  ///   errc::io_error         the commit or sync failed: the journal is now
+  ///                          stopped (the batch may or may not be on
+  ///                          disk), or it was stopped already.
+  expected<lsn_range> append(const std::vector<journal_record>& batch);
+
+  /// Makes every append so far durable (mode batch; a no-op in full and
+  /// none) and advances durable_lsn(). errc::io_error on failure, after
+  /// which the journal is stopped.
+  status sync();
+
+  /// The committed effects of `key` whose commit LSN is > `after_lsn`, in
+  /// commit order (commit LSN, then update LSN), through the index: reads
+  /// only this key's records (seed 2.3). Effects folded into the checkpoint
+  /// store are not returned. Errors: errc::invalid_argument for a key too
+  /// long to index; errc::corrupt when an index entry points at a missing or
+  /// mismatching record; LMDB errors.
+  expected<std::vector<committed_effect>> read_committed(const object_key& key,
+                                                         lsn after_lsn = 0);
+
+  /// The same result as read_committed(), found by scanning and decoding
+  /// the whole log without the index (AntidoteDB's way; seed 004,
+  /// hypothesis 5). For the benchmark and for tests.
+  expected<std::vector<committed_effect>> scan_committed(const object_key& key,
+                                                         lsn after_lsn = 0);
+
+  /// Calls `visit(lsn, record)` for the records with from <= LSN < to, in
+  /// LSN order, until it returns false. errc::corrupt naming the LSN of an
+  /// undecodable record.
+  status scan(lsn from, lsn to,
+              const std::function<bool(lsn, const journal_record&)>& visit);
+
+  /// Deletes the log prefix and index entries of `plan` and runs `writes`
+  /// (the checkpoint store's puts) in one transaction, durable unless the
+  /// mode is none: a crash leaves either the old or the new state. Called by
+  /// checkpoint_store only. Errors: errc::invalid_argument for a plan that
+  /// breaks its contract (nothing written); errors of `writes` (nothing
+  /// written); commit errors as for append(), with the same fail-stop rule.
+  status apply_checkpoint(const truncation_plan& plan,
+                          const std::function<status(storage_txn&)>& writes);
+
+  /// Undecided transactions now, by id.
+  const std::unordered_map<tx_id, pending_tx, tx_id_hash>&
+  undecided() const noexcept {
+    return pending_;
+  }
+
+  lsn next_lsn() const noexcept { return next_; }
+  /// Every LSN <= this is on stable storage.
+  lsn durable_lsn() const noexcept { return durable_; }
+  lsn truncation_lsn() const noexcept { return truncation_; }
+  const checkpoint_state& checkpoint() const noexcept { return checkpoint_; }
+  const vector_clock& max_commit_time() const noexcept { return max_commit_; }
+  durability mode() const noexcept { return mode_; }
+  std::uint64_t partition_id() const noexcept { return partition_; }
+  /// True after a failed commit or sync (fail-stop).
+  bool stopped() const noexcept { return stopped_.has_value(); }
+
+  expected<journal_stats> stats();
+
+  /// The I/O seam, for checkpoint/ (same single-threaded contract).
+  storage_env& env() noexcept { return *env_; }
+
+private:
+  journal(std::shared_ptr<storage_env> env, const journal_options& opts)
+      : env_(std::move(env)), mode_(opts.mode), partition_(opts.partition_id) {}
+
+  // Recovery: reads meta, verifies and replays the log, cuts a bad tail.
+  expected<recovery_result> recover(bool collect_effects);
+  // Creates the metadata of a new store (true) or checks an existing one.
+  expected<bool> init_or_check_meta(storage_txn& txn);
+  status cut_tail(const std::vector<std::string>& bad_keys, lsn first_bad);
+
+  // Commits `txn`; on failure applies the fail-stop rule for `last`.
+  status commit_or_stop(storage_txn& txn, lsn last, const char* what);
+  error stopped_error() const;
+
+  std::shared_ptr<storage_env> env_;
+  durability mode_;
+  std::uint64_t partition_;
+  lsn next_ = 1;
+  lsn durable_ = 0;
+  lsn truncation_ = 1;
+  checkpoint_state checkpoint_;
+  vector_clock max_commit_;
+  std::string last_bloom_;
+  std::unordered_map<tx_id, pending_tx, tx_id_hash> pending_;
+  std::optional<error> stopped_;
+  std::string scratch_; // reused record encoding buffer
+};
+
+} // namespace tally

@@ -1,0 +1,90 @@
+// The real storage_env: one LMDB environment (a directory holding data.mdb
+// and lock.mdb) per partition replica, with the named databases of
+// storage_env.hpp. This file is the only place that translates LMDB's int
+// codes into tally errors (lmdb_error()).
+//
+// Flags: MDB_NOTLS (the owning actor may run its short transactions on a
+// different thread each time), MDB_NOSYNC|MDB_NOMETASYNC (no sync at commit:
+// the journal decides when to sync, see journal.hpp "Durability"). A durable
+// commit clears both flags for that one commit, so LMDB itself orders it:
+// data pages fdatasync'ed, then the meta page written through its O_DSYNC
+// descriptor. LMDB keeps that descriptor open under NOSYNC precisely so the
+// flags may be reset at run time (mdb.c, mdb_env_open2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/expected.hpp"
+#include "journal/storage_env.hpp"
+
+struct MDB_env; // lmdb.h stays out of this header
+
+namespace tally {
+
+/// 1 GiB. LMDB reserves the map as address space only: the file grows with
+/// the data (sparse), so a generous default costs nothing until used, and
+/// 64 partitions x 1 GiB fits easily in a 64-bit address space. A journal
+/// with periodic checkpoints stays far below it (docs/STORAGE.md).
+constexpr std::uint64_t default_map_size = std::uint64_t{1} << 30;
+
+struct lmdb_options {
+  std::string path;                         // directory; created if missing
+  std::uint64_t map_size = default_map_size; // bytes; raise it when full
+};
+
+/// Translates an LMDB (or errno) code `rc` from `operation` on the
+/// environment at `path` (map size `map_size`) into a tally error:
+///   MDB_MAP_FULL, MDB_TXN_FULL, ENOSPC          -> errc::storage_full
+///   MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID,
+///   MDB_VERSION_MISMATCH                        -> errc::corrupt
+///   MDB_READERS_FULL, MDB_DBS_FULL, MDB_MAP_RESIZED, EAGAIN
+///                                               -> errc::unavailable
+///   MDB_KEYEXIST, MDB_BAD_VALSIZE, MDB_BAD_DBI, MDB_BAD_TXN, MDB_BAD_RSLOT,
+///   MDB_INCOMPATIBLE, EINVAL                    -> errc::invalid_argument
+///   MDB_NOTFOUND                                -> errc::not_found
+///   anything else (EIO, EACCES, ENOMEM, ...)    -> errc::io_error
+/// The message names the operation, the path and LMDB's own text; for a
+/// full map it says which setting to raise.
+error lmdb_error(int rc, std::string_view operation, const std::string& path,
+                 std::uint64_t map_size);
+
+class lmdb_env final : public storage_env {
+public:
+  /// Opens (creating if needed) the environment at `opts.path` and its four
+  /// named databases. Errors: errc::io_error when the directory cannot be
+  /// created or opened; errc::corrupt when the files are not an LMDB
+  /// environment; errc::unavailable when another process holds it in an
+  /// incompatible way. Not twice in one process: LMDB's locks are per
+  /// process, so open each directory once and share the object.
+  static expected<std::unique_ptr<lmdb_env>> open(const lmdb_options& opts);
+
+  ~lmdb_env() override;
+  lmdb_env(const lmdb_env&) = delete;
+  lmdb_env& operator=(const lmdb_env&) = delete;
+
+  expected<std::unique_ptr<storage_txn>> begin(bool write) override;
+  status sync() override;
+  expected<env_stats> stats() override;
+  const std::string& path() const noexcept override { return path_; }
+
+  std::uint64_t map_size() const noexcept { return map_size_; }
+
+  /// lmdb_error() for this environment.
+  error make_lmdb_error(int rc, std::string_view operation) const {
+    return lmdb_error(rc, operation, path_, map_size_);
+  }
+
+private:
+  lmdb_env(MDB_env* env, std::string path, std::uint64_t map_size)
+      : env_(env), path_(std::move(path)), map_size_(map_size) {}
+
+  MDB_env* env_;
+  unsigned dbis_[store_db_count] = {};
+  std::string path_;
+  std::uint64_t map_size_;
+};
+
+} // namespace tally
