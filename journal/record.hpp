@@ -19,6 +19,7 @@
 #include "clock/bloom_clock.hpp"
 #include "clock/vector_clock.hpp"
 #include "crdt/crdt_object.hpp"
+#include "common/ids.hpp"
 #include "crdt/op_id.hpp"
 
 namespace tally {
@@ -26,66 +27,6 @@ namespace tally {
 /// Position of a record in one partition replica's journal. Strictly
 /// increasing, never reused, also after truncation.
 using lsn = std::uint64_t;
-
-/// A transaction id, unique in the cluster: the coordinator's node hash and a
-/// per-coordinator sequence number.
-struct tx_id {
-  std::uint64_t origin = 0;
-  std::uint64_t seq = 0;
-
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(origin, seq);
-  }
-  friend bool operator==(const tx_id& a, const tx_id& b) noexcept {
-    return a.origin == b.origin && a.seq == b.seq;
-  }
-  friend bool operator!=(const tx_id& a, const tx_id& b) noexcept {
-    return !(a == b);
-  }
-  friend bool operator<(const tx_id& a, const tx_id& b) noexcept {
-    return a.origin != b.origin ? a.origin < b.origin : a.seq < b.seq;
-  }
-  friend std::ostream& operator<<(std::ostream& os, const tx_id& t) {
-    return os << "tx<" << t.origin << ',' << t.seq << '>';
-  }
-};
-
-struct tx_id_hash {
-  std::size_t operator()(const tx_id& t) const noexcept {
-    return static_cast<std::size_t>(hash_pair(t.origin, t.seq));
-  }
-};
-
-/// The identity of an object: AntidoteDB's (key, bucket) pair.
-struct object_key {
-  std::string bucket;
-  std::string key;
-
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(bucket, key);
-  }
-  friend bool operator==(const object_key& a, const object_key& b) noexcept {
-    return a.bucket == b.bucket && a.key == b.key;
-  }
-  friend bool operator!=(const object_key& a, const object_key& b) noexcept {
-    return !(a == b);
-  }
-  friend bool operator<(const object_key& a, const object_key& b) noexcept {
-    return a.bucket != b.bucket ? a.bucket < b.bucket : a.key < b.key;
-  }
-  friend std::ostream& operator<<(std::ostream& os, const object_key& k) {
-    return os << k.bucket << '/' << k.key;
-  }
-};
-
-struct object_key_hash {
-  std::size_t operator()(const object_key& k) const noexcept {
-    return static_cast<std::size_t>(
-      hash_bytes(k.key, hash_bytes(k.bucket, 0x746b6579ULL)));
-  }
-};
 
 /// One update of one object inside a transaction. `op` is present when the
 /// client sent an operation id (Tally's extension): the FBF window is rebuilt

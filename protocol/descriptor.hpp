@@ -18,7 +18,7 @@
 
 #include "clock/vector_clock.hpp"
 #include "common/expected.hpp"
-#include "journal/record.hpp" // tx_id (header-only use)
+#include "common/ids.hpp" // tx_id
 
 namespace tally {
 

@@ -24,7 +24,7 @@
 #include "crdt/crdt_object.hpp"
 #include "crdt/crdt_type.hpp"
 #include "crdt/op_id.hpp"
-#include "journal/record.hpp" // object_key (header-only use)
+#include "common/ids.hpp" // object_key
 #include "protocol/frame.hpp"
 #include "protocol/msg_code.hpp"
 
