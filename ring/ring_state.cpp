@@ -1,0 +1,333 @@
+#include "ring/ring_state.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include <cereal/archives/portable_binary.hpp>
+
+#include "common/hash.hpp"
+
+namespace tally {
+
+namespace {
+
+// Ring state format version (docs/RING.md, "Format"). Bump on any layout
+// change and keep the decoder for every version ever written.
+constexpr std::uint8_t ring_format_version = 1;
+
+// Seed of ownership::content_hash, so that the hash of an owner table
+// differs from a plain hash of its ids. Fixed forever: merges compare it.
+constexpr std::uint64_t ownership_hash_seed = 0x72696e672d6f776eULL; // "ring-own"
+
+// Thrown inside decode() only, and caught there: a field outside its domain.
+struct bad_field {
+  std::string what;
+};
+
+void write_id(cereal::PortableBinaryOutputArchive& ar, const std::string& id) {
+  ar(static_cast<std::uint64_t>(id.size()));
+  ar(cereal::binary_data(id.data(), id.size()));
+}
+
+// Decoding side: the archive plus the input size, so that every length is
+// checked against the bytes left before anything is allocated.
+class reader {
+public:
+  explicit reader(std::string_view bytes)
+      : in_(std::string{bytes}), size_(bytes.size()), ar_(in_) {}
+
+  template <class T>
+  T read() {
+    T value{};
+    ar_(value);
+    return value;
+  }
+
+  // A count of elements that take at least `min_bytes` each.
+  std::uint64_t read_count(std::uint64_t min_bytes, const char* what) {
+    const auto n = read<std::uint64_t>();
+    if (n > remaining() / min_bytes)
+      throw bad_field{std::string{what} + " count exceeds the encoding's length"};
+    return n;
+  }
+
+  std::string read_id(const char* what) {
+    const auto len = read<std::uint64_t>();
+    if (len == 0 || len > max_node_id_length || len > remaining())
+      throw bad_field{std::string{what} + " has an invalid length"};
+    std::string id(static_cast<std::size_t>(len), '\0');
+    ar_(cereal::binary_data(id.data(), id.size()));
+    return id;
+  }
+
+  bool at_end() { return in_.peek() == std::char_traits<char>::eof(); }
+
+private:
+  std::uint64_t remaining() {
+    const auto pos = in_.tellg();
+    return pos < 0 ? 0 : size_ - static_cast<std::uint64_t>(pos);
+  }
+
+  std::istringstream in_;
+  std::uint64_t size_;
+  cereal::PortableBinaryInputArchive ar_;
+};
+
+} // namespace
+
+status check_node_id(std::string_view node) {
+  if (node.empty())
+    return make_error(errc::invalid_argument, "a node id must not be empty.");
+  if (node.size() > max_node_id_length)
+    return make_error(errc::invalid_argument,
+                      "node id of " + std::to_string(node.size())
+                        + " bytes is longer than the limit of "
+                        + std::to_string(max_node_id_length) + " bytes.");
+  return {};
+}
+
+std::string_view to_string(member_status s) noexcept {
+  switch (s) {
+    case member_status::joining:
+      return "joining";
+    case member_status::valid:
+      return "valid";
+    case member_status::leaving:
+      return "leaving";
+    case member_status::exited:
+      return "exited";
+  }
+  return "unknown";
+}
+
+bool precedes(const member_info& a, const member_info& b) noexcept {
+  return std::make_tuple(a.incarnation, a.status)
+         < std::make_tuple(b.incarnation, b.status);
+}
+
+std::uint64_t ownership::content_hash() const noexcept {
+  std::uint64_t h = hash_pair(owners.size(), 0, ownership_hash_seed);
+  for (const auto& owner : owners)
+    h = hash_bytes(owner, h); // chained: order and boundaries both count
+  return h;
+}
+
+bool precedes(const ownership& a, const ownership& b) {
+  if (a.epoch != b.epoch)
+    return a.epoch < b.epoch;
+  if (a.claimant != b.claimant)
+    return a.claimant < b.claimant;
+  const auto ha = a.content_hash();
+  const auto hb = b.content_hash();
+  if (ha != hb)
+    return ha < hb;
+  return a.owners < b.owners; // a hash collision still orders deterministically
+}
+
+expected<ring_state> ring_state::create(const node_id& founder,
+                                        std::uint32_t partitions,
+                                        std::uint32_t n_val) {
+  if (auto st = check_node_id(founder); !st)
+    return st.err();
+  if (auto st = check_partition_count(partitions); !st)
+    return st.err();
+  if (n_val == 0 || n_val > max_n_val)
+    return make_error(errc::invalid_argument,
+                      "n_val " + std::to_string(n_val) + " is outside [1, "
+                        + std::to_string(max_n_val) + "].");
+  ring_state r;
+  r.partitions_ = partitions;
+  r.n_val_ = n_val;
+  r.members_[founder] = member_info{member_status::valid, 0};
+  r.ownership_ = ownership{0, founder, owner_table(partitions, founder)};
+  return r;
+}
+
+std::vector<node_id> ring_state::active_members() const {
+  std::vector<node_id> out;
+  for (const auto& [node, info] : members_)
+    if (info.status == member_status::joining || info.status == member_status::valid)
+      out.push_back(node);
+  return out;
+}
+
+status ring_state::join(const node_id& node) {
+  if (auto st = check_node_id(node); !st)
+    return st;
+  auto it = members_.find(node);
+  if (it == members_.end()) {
+    members_.emplace(node, member_info{member_status::joining, 0});
+    return {};
+  }
+  auto& info = it->second;
+  if (info.status == member_status::leaving || info.status == member_status::exited)
+    info = member_info{member_status::joining, info.incarnation + 1};
+  return {};
+}
+
+status ring_state::leave(const node_id& node) {
+  auto it = members_.find(node);
+  if (it == members_.end() || it->second.status == member_status::exited)
+    return make_error(errc::not_found, "node " + node + " is not a member of the ring.");
+  auto& info = it->second;
+  if (info.status == member_status::leaving)
+    return {};
+  if (active_members().size() == 1)
+    return make_error(errc::invalid_argument,
+                      "node " + node + " is the last member that can own "
+                        "partitions; add a member before it leaves.");
+  info.status = member_status::leaving;
+  return {};
+}
+
+std::optional<node_id> ring_state::claimant() const {
+  for (auto wanted : {member_status::valid, member_status::joining})
+    for (const auto& [node, info] : members_) // ascending ids
+      if (info.status == wanted)
+        return node;
+  return std::nullopt;
+}
+
+expected<std::vector<handoff>> ring_state::claim(const node_id& self) {
+  const auto who = claimant();
+  if (!who || *who != self)
+    return make_error(errc::invalid_argument,
+                      "node " + self + " is not the claimant"
+                        + (who ? "; " + *who + " is." : "; the ring has none."));
+  auto next = claim_ownership(ownership_.owners, active_members(), n_val_);
+  if (!next)
+    return next.err();
+  for (auto& [node, info] : members_) {
+    if (info.status == member_status::joining)
+      info.status = member_status::valid;
+    else if (info.status == member_status::leaving)
+      info.status = member_status::exited;
+  }
+  auto handoffs = moves(ownership_.owners, *next);
+  if (!handoffs.empty())
+    ownership_ = ownership{ownership_.epoch + 1, self, std::move(*next)};
+  return handoffs;
+}
+
+status ring_state::merge(const ring_state& other) {
+  if (other.partitions_ != partitions_ || other.n_val_ != n_val_)
+    return make_error(errc::invalid_argument,
+                      "cannot merge a ring of " + std::to_string(other.partitions_)
+                        + " partitions and n_val " + std::to_string(other.n_val_)
+                        + " into a ring of " + std::to_string(partitions_)
+                        + " partitions and n_val " + std::to_string(n_val_) + ".");
+  for (const auto& [node, info] : other.members_) {
+    auto [it, fresh] = members_.try_emplace(node, info);
+    if (!fresh && precedes(it->second, info))
+      it->second = info;
+  }
+  if (precedes(ownership_, other.ownership_))
+    ownership_ = other.ownership_;
+  return {};
+}
+
+expected<std::vector<replica>> ring_state::preference_list(std::uint32_t partition) const {
+  if (partition >= partitions_)
+    return make_error(errc::invalid_argument,
+                      "partition " + std::to_string(partition) + " is outside a ring of "
+                        + std::to_string(partitions_) + " partitions.");
+  const auto& owners = ownership_.owners;
+  const std::set<std::string_view> distinct(owners.begin(), owners.end());
+  const auto n = effective_n_val(partitions_, distinct.size(), n_val_);
+  std::vector<replica> out;
+  out.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto p = (partition + i) % partitions_;
+    out.push_back({p, owners[p]});
+  }
+  return out;
+}
+
+std::vector<replica> ring_state::preference_list(std::string_view bucket,
+                                                 std::string_view key) const {
+  return *preference_list(partition_index(ring_position(bucket, key), partitions_));
+}
+
+std::string ring_state::encode() const {
+  std::ostringstream out;
+  {
+    cereal::PortableBinaryOutputArchive ar{out};
+    ar(ring_format_version, partitions_, n_val_);
+    ar(static_cast<std::uint64_t>(members_.size()));
+    for (const auto& [node, info] : members_) {
+      write_id(ar, node);
+      ar(static_cast<std::uint8_t>(info.status), info.incarnation);
+    }
+    ar(ownership_.epoch);
+    write_id(ar, ownership_.claimant);
+    // Owners as indices into the sorted table of distinct owners: 4 bytes
+    // per partition instead of a full id.
+    std::vector<node_id> nodes(ownership_.owners.begin(), ownership_.owners.end());
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    ar(static_cast<std::uint64_t>(nodes.size()));
+    for (const auto& node : nodes)
+      write_id(ar, node);
+    for (const auto& owner : ownership_.owners)
+      ar(static_cast<std::uint32_t>(
+        std::lower_bound(nodes.begin(), nodes.end(), owner) - nodes.begin()));
+  }
+  return std::move(out).str();
+}
+
+expected<ring_state> ring_state::decode(std::string_view bytes) {
+  try {
+    reader in{bytes};
+    const auto version = in.read<std::uint8_t>();
+    if (version != ring_format_version)
+      return make_error(errc::corrupt, "unknown ring state format version "
+                                         + std::to_string(version) + ".");
+    ring_state r;
+    r.partitions_ = in.read<std::uint32_t>();
+    r.n_val_ = in.read<std::uint32_t>();
+    if (!check_partition_count(r.partitions_) || r.n_val_ == 0 || r.n_val_ > max_n_val)
+      throw bad_field{"ring size or n_val out of range"};
+    // A member takes at least 8 (length) + 1 (id) + 1 + 8 bytes.
+    const auto member_count = in.read_count(18, "member");
+    for (std::uint64_t i = 0; i < member_count; ++i) {
+      auto node = in.read_id("member id");
+      const auto status = in.read<std::uint8_t>();
+      const auto incarnation = in.read<std::uint64_t>();
+      if (status > static_cast<std::uint8_t>(member_status::exited))
+        throw bad_field{"unknown member status " + std::to_string(status)};
+      if (!r.members_.empty() && !(r.members_.rbegin()->first < node))
+        throw bad_field{"member ids are not in ascending order"};
+      r.members_.emplace_hint(r.members_.end(), std::move(node),
+                              member_info{static_cast<member_status>(status), incarnation});
+    }
+    r.ownership_.epoch = in.read<std::uint64_t>();
+    r.ownership_.claimant = in.read_id("claimant id");
+    const auto node_count = in.read_count(9, "owner");
+    std::vector<node_id> nodes;
+    for (std::uint64_t i = 0; i < node_count; ++i) {
+      nodes.push_back(in.read_id("owner id"));
+      if (i > 0 && !(nodes[i - 1] < nodes[i]))
+        throw bad_field{"owner ids are not in ascending order"};
+    }
+    r.ownership_.owners.reserve(r.partitions_);
+    for (std::uint32_t p = 0; p < r.partitions_; ++p) {
+      const auto index = in.read<std::uint32_t>();
+      if (index >= nodes.size())
+        throw bad_field{"owner index " + std::to_string(index) + " is out of range"};
+      r.ownership_.owners.push_back(nodes[index]);
+    }
+    if (!in.at_end())
+      return make_error(errc::corrupt, "trailing bytes after a ring state encoding.");
+    return r;
+  } catch (const bad_field& e) {
+    return make_error(errc::corrupt, "corrupt ring state: " + e.what + ".");
+  } catch (const cereal::Exception& e) {
+    return make_error(errc::corrupt,
+                      std::string{"truncated ring state encoding: "} + e.what());
+  }
+}
+
+} // namespace tally
