@@ -235,7 +235,17 @@ expected<std::vector<replica>> ring_state::preference_list(std::uint32_t partiti
                       "partition " + std::to_string(partition) + " is outside a ring of "
                         + std::to_string(partitions_) + " partitions.");
   const auto& owners = ownership_.owners;
-  const std::set<std::string_view> distinct(owners.begin(), owners.end());
+  // Only "at least n_val distinct owners?" matters, so stop counting there:
+  // this runs on every routed request and must not build a set of all owners.
+  std::vector<std::string_view> distinct;
+  distinct.reserve(n_val_);
+  for (const auto& o : owners) {
+    if (std::find(distinct.begin(), distinct.end(), o) == distinct.end()) {
+      distinct.push_back(o);
+      if (distinct.size() >= n_val_)
+        break;
+    }
+  }
   const auto n = effective_n_val(partitions_, distinct.size(), n_val_);
   std::vector<replica> out;
   out.reserve(n);
