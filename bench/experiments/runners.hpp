@@ -1,0 +1,27 @@
+// The experiments' entry points, one per `tally-bench experiment <name>`
+// (registry.cpp lists them). Each writes its CSV and SVG files into
+// opts.out_dir and prints its table; docs/EXPERIMENTS.md explains each.
+#pragma once
+
+#include "bench/experiments/experiments.hpp"
+
+namespace tally::experiments {
+
+// FBF paper (seed 001), section VI: fbf_experiments.cpp.
+status run_fbf_membership(const options& opts); // Fig. 8
+status run_fbf_model(const options& opts);      // Figs. 9 and 10
+status run_fbf_refresh(const options& opts);    // Fig. 11
+status run_fbf_filters(const options& opts);    // Fig. 12
+status run_fbf_adaptive(const options& opts);   // Fig. 13
+status run_fbf_counter(const options& opts);    // Fig. 14
+
+// Bloom clock paper (seed 002), sections 5 and 6: bloom_experiments.cpp.
+status run_bloom_table1(const options& opts);
+status run_bloom_table2(const options& opts);
+status run_bloom_table3(const options& opts);
+status run_bloom_table4(const options& opts);
+status run_bloom_table5(const options& opts);
+status run_bloom_table6(const options& opts);
+status run_bloom_figures(const options& opts); // Figs. 2-4
+
+} // namespace tally::experiments

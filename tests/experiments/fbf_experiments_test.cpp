@@ -1,0 +1,301 @@
+// The FBF paper's qualitative results (seed 001, section VI) on small
+// parameters: what docs/EXPERIMENTS.md reports, as checks that fail when fbf/
+// or the experiment code changes the outcome.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "bench/experiments/fbf_sim.hpp"
+#include "tests/experiments/experiments_test_support.hpp"
+
+using namespace tally;
+using namespace tally::experiments;
+using namespace std::chrono_literals;
+using tally::test::experiment_seed;
+using tally::test::value_of;
+
+namespace {
+
+// The paper's geometry (Sec. VI-A).
+constexpr std::uint64_t m = 6250;
+constexpr unsigned k = 5;
+
+// `count` ids spread over `periods` refresh periods of 5 s, read just before
+// the next refresh (the fbf-membership scenario).
+fpp_point spread(std::uint64_t count, unsigned periods, check_set checks,
+                 std::uint64_t probes = 50'000) {
+  workload w;
+  w.arrivals = even_arrivals(count, periods * 5.0);
+  w.readings = {{periods * 5.0 - 0.001, static_cast<double>(count)}};
+  replay_params p;
+  p.fbf = paper_fbf(m, k, 1, 5s);
+  p.probes = probes;
+  p.checks = checks;
+  p.seed = experiment_seed();
+  return value_of(replay(w, p)).front();
+}
+
+// A steady load of `rate` ops/s for `seconds`, read at the end, averaged over
+// four refresh phases.
+fpp_point steady(const fbf_config& cfg, double rate, double seconds,
+                 check_set checks, std::uint64_t probes = 50'000) {
+  workload w;
+  w.arrivals = even_arrivals(static_cast<std::uint64_t>(rate * seconds), seconds);
+  w.readings = {{seconds - 0.001, rate}};
+  replay_params p;
+  p.fbf = cfg;
+  p.probes = probes;
+  p.repetitions = 4;
+  p.random_phase = true;
+  p.checks = checks;
+  p.seed = experiment_seed();
+  return value_of(replay(w, p)).front();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(experiments)
+
+BOOST_AUTO_TEST_CASE(optimized_check_fpp_is_far_below_simple_check_fpp) {
+  // Fig. 8: with one refresh in the middle of the inserts, the simple check's
+  // extra present filter holds twice the ids of any filter the optimized
+  // check tests alone; the paper reports 90% lower at 300 elements.
+  BOOST_TEST_MESSAGE("seed " << experiment_seed());
+  const fpp_point p = spread(600, 2, {true, true, false});
+  BOOST_TEST(p.optimized.measured() < p.simple.measured());
+  BOOST_TEST(p.optimized.bitwise < 0.2 * p.simple.bitwise);
+  // In the steady state of a basic FBF the gain is only about half.
+  const fpp_point q = spread(600, 3, {true, true, false});
+  BOOST_TEST(q.optimized.bitwise > 0.3 * q.simple.bitwise);
+}
+
+BOOST_AUTO_TEST_CASE(equation3_tracks_the_measured_fpp_of_a_basic_fbf) {
+  // Figs. 9 and 10: Equation 3 against the filters' bits (noise-free) and
+  // against sampling.
+  for (std::uint64_t count : {300u, 600u, 1000u}) {
+    const fpp_point p = spread(count, 2, {true, false, false}, 100'000);
+    BOOST_TEST_CONTEXT("elements " << count) {
+      BOOST_TEST(p.model == p.optimized.bitwise, boost::test_tools::tolerance(0.1));
+      if (p.optimized.hits >= 50)
+        BOOST_TEST(p.model == p.optimized.measured(),
+                   boost::test_tools::tolerance(0.3));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bitwise_fpp_agrees_with_sampling) {
+  const fpp_point p = steady(paper_fbf(m, k, 1, 5s), 100, 30, {true, true, false},
+                             200'000);
+  for (const fpp_reading* r : {&p.optimized, &p.simple}) {
+    BOOST_TEST_REQUIRE(r->hits > 100u);
+    // Within 4 standard deviations of the binomial count.
+    const double expected = r->bitwise * static_cast<double>(r->probes);
+    BOOST_TEST(std::abs(static_cast<double>(r->hits) - expected)
+               < 4 * std::sqrt(expected));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(shorter_refresh_period_lowers_fpp_by_orders_of_magnitude) {
+  // Fig. 11: at a steady 100 ops/s (m = 25k), t = 5 s against t = 1 s.
+  const fpp_point slow = steady(paper_fbf(25'000, k, 1, 5s), 100, 30,
+                                {true, false, false}, 1000);
+  const fpp_point fast = steady(paper_fbf(25'000, k, 1, 1s), 100, 30,
+                                {true, false, false}, 1000);
+  BOOST_TEST(slow.optimized.bitwise > 300 * fast.optimized.bitwise);
+  BOOST_TEST(slow.model > 300 * fast.model);
+}
+
+BOOST_AUTO_TEST_CASE(more_filters_lower_fpp_on_a_rising_load_but_not_at_steady_state) {
+  // Fig. 12's reading: on a linear ramp (3000 ids, 0 -> 200 ops/s) the
+  // 3-filter FBF has several times the FPP of the 24-filter one at 100 ops/s;
+  // at a steady 100 ops/s, once every filter has cycled, it is the other way
+  // round.
+  ramp r;
+  r.kind = ramp::shape::linear;
+  r.r0 = 0;
+  r.r1 = 200;
+  r.total = 3000;
+  workload w;
+  w.arrivals = r.arrivals();
+  w.readings = {{r.time_at_rate(100), 100}};
+  replay_params p;
+  p.probes = 100'000;
+  p.repetitions = 4;
+  p.random_phase = true;
+  p.seed = experiment_seed();
+  p.fbf = paper_fbf(m, k, 1, 5s);
+  const fpp_point three = value_of(replay(w, p)).front();
+  p.fbf = paper_fbf(m, k, 22, 5s);
+  const fpp_point many = value_of(replay(w, p)).front();
+  BOOST_TEST(three.optimized.measured() > 2 * many.optimized.measured());
+
+  const fpp_point three_steady =
+      steady(paper_fbf(m, k, 1, 5s), 100, 130, {true, false, false});
+  const fpp_point many_steady =
+      steady(paper_fbf(m, k, 22, 5s), 100, 130, {true, false, false});
+  BOOST_TEST(three_steady.optimized.measured() < many_steady.optimized.measured());
+}
+
+BOOST_AUTO_TEST_CASE(equation3_underestimates_the_fpp_of_an_fbf_with_several_past_filters) {
+  // Adjacent filters share one refresh period of ids, so a pair check fails
+  // like one filter of that period, not like two independent filters.
+  const fpp_point p = steady(paper_fbf(m, k, 10, 5s), 100, 80,
+                             {true, false, false}, 100'000);
+  BOOST_TEST(p.model < 0.8 * p.optimized.bitwise);
+  BOOST_TEST(p.model < 0.8 * p.optimized.measured());
+}
+
+BOOST_AUTO_TEST_CASE(printed_algorithm_2_forgets_an_id_the_optimized_check_keeps) {
+  // N = 2: an id inserted while filter A was future and B present; after
+  // three refreshes B is dropped and A is the oldest filter, which the
+  // printed Algorithm 2 never checks alone for N >= 2.
+  auto f = value_of(forgetful_bloom_filter::make(paper_fbf(m, k, 2, 5s)));
+  const std::uint64_t id = inserted_id(42, 0);
+  BOOST_REQUIRE(f.advance(at_seconds(1)).has_value());
+  BOOST_TEST((f.insert(id) == insert_outcome::inserted));
+  BOOST_REQUIRE(f.advance(at_seconds(15)).has_value()); // 3 refreshes
+  BOOST_TEST(f.filter(f.filter_count() - 1).contains(id));
+  BOOST_TEST(f.contains(id));
+  BOOST_TEST(!prototype_contains(f, id));
+}
+
+BOOST_AUTO_TEST_CASE(adaptive_fbf_scales_up_near_the_target_and_down_when_load_subsides) {
+  adaptive_params p;
+  p.fbf = paper_fbf(m, k, 1, 11s);
+  p.fbf.adaptive = true;
+  p.fbf.target_fpp = 0.01;
+  p.fbf.max_refresh_period = 11s;
+  p.profile = {{0, 10}, {16, 60}, {19, 60}, {24, 10}, {60, 10}, {70, 0}};
+  p.duration = 140;
+  p.sample_every = 1;
+  p.probes = 1000;
+  p.seed = experiment_seed();
+  const auto pts = value_of(run_adaptive(p));
+  std::size_t most = 0;
+  double shortest = 1e9;
+  for (const adaptive_point& pt : pts) {
+    most = std::max(most, pt.filters);
+    shortest = std::min(shortest, pt.period);
+    if (pt.time < 15) // below 90% of the target: no scale-up yet
+      BOOST_TEST(pt.filters == 3u);
+  }
+  BOOST_TEST(most >= 6u);       // multiplicative increase of the filters
+  BOOST_TEST(shortest <= 10.0); // additive decrease of t
+  // After the load stops the FPP falls to 0 and Algorithm 3's second branch
+  // removes filters again and lengthens t back to its bound.
+  BOOST_TEST(pts.back().filters < most);
+  BOOST_TEST(pts.back().period == 11.0);
+}
+
+BOOST_AUTO_TEST_CASE(printed_algorithm_2_stays_under_the_target_only_by_forgetting_recent_ids) {
+  // Fig. 13 as the paper shows it (FPP brought back under the target after a
+  // scale-up) is what the printed Algorithm 2 reports on Tally's FBF, while
+  // it no longer finds ids inserted less than one window ago.
+  adaptive_params p;
+  p.fbf = paper_fbf(m, k, 1, 11s);
+  p.fbf.adaptive = true;
+  p.fbf.target_fpp = 0.01;
+  p.fbf.max_refresh_period = 11s;
+  p.profile = {{0, 10}, {16, 60}, {19, 60}, {24, 10}, {28, 10}, {40, 60}, {60, 60}};
+  p.duration = 60;
+  p.sample_every = 1;
+  p.probes = 20'000;
+  p.seed = experiment_seed();
+  const auto pts = value_of(run_adaptive(p));
+  double worst_printed = 0;
+  double worst_tally = 0;
+  std::uint64_t forgotten = 0;
+  for (const adaptive_point& pt : pts) {
+    worst_printed = std::max(worst_printed, pt.prototype.measured());
+    worst_tally = std::max(worst_tally, pt.optimized.measured());
+    forgotten += pt.prototype_forgotten;
+  }
+  BOOST_TEST(worst_printed < p.fbf.target_fpp * 1.2);
+  BOOST_TEST(forgotten > 0u);
+  BOOST_TEST(worst_tally > p.fbf.target_fpp); // see the disabled test below
+}
+
+// Disabled until fbf/ changes: on the paper's Fig. 13 load Tally's adaptive
+// FBF stays above its target for most of the run (docs/EXPERIMENTS.md,
+// "fbf-adaptive": the FPP after a refresh is set before Algorithm 3 can
+// react, a scale-up keeps the heavy oldest filter checked alone for N more
+// refreshes, Equation 3 underestimates once N >= 2). Enable with
+// --run_test=experiments/adaptive_fbf_stays_under_its_target.
+BOOST_AUTO_TEST_CASE(adaptive_fbf_stays_under_its_target,
+                     *boost::unit_test::disabled()) {
+  adaptive_params p;
+  p.fbf = paper_fbf(m, k, 1, 11s);
+  p.fbf.adaptive = true;
+  p.fbf.target_fpp = 0.01;
+  p.profile = {{0, 10}, {16, 60}, {19, 60}, {24, 10}, {28, 10}, {40, 60}, {60, 60}};
+  p.duration = 60;
+  p.sample_every = 1;
+  p.probes = 20'000;
+  p.seed = experiment_seed();
+  for (const adaptive_point& pt : value_of(run_adaptive(p)))
+    BOOST_TEST(pt.optimized.measured() < p.fbf.target_fpp, "at " << pt.time << " s");
+}
+
+BOOST_AUTO_TEST_CASE(fbf_counter_is_exact_under_retries_while_the_plain_one_over_counts) {
+  // Fig. 14: every 5th increment retried once with its op id.
+  counter_params p;
+  p.operations = 1000;
+  p.rate = 10;
+  p.retry_every = 5;
+  p.fbf = paper_fbf(m, k, 1, 5s);
+  p.fbf.retry_timeout = 5s;
+  p.seed = experiment_seed();
+  const counter_result r = value_of(run_counter(p));
+  const counter_sample& last = r.samples.back();
+  BOOST_TEST(last.expected == 1000);
+  BOOST_TEST(last.with_fbf == last.expected);
+  BOOST_TEST(last.without_fbf == 1200);
+  BOOST_TEST(r.requests == 1200u);
+  BOOST_TEST(r.applied_retries == 0u);
+  BOOST_TEST(r.dismissed_distinct == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(counter_over_counts_when_retries_outlive_the_window) {
+  // The FBF is exact only while its window covers the retry delay: a basic
+  // FBF with t = 5 s forgets an id 10 to 15 s after its insert, so retries
+  // 16 to 18 s late are applied again.
+  counter_params p;
+  p.operations = 500;
+  p.rate = 10;
+  p.retry_every = 10;
+  p.retry_delay_min = 16;
+  p.retry_delay_max = 18;
+  p.fbf = paper_fbf(m, k, 1, 5s);
+  p.seed = experiment_seed();
+  const counter_result r = value_of(run_counter(p));
+  BOOST_TEST(r.applied_retries == 50u);
+  BOOST_TEST(r.dismissed_distinct == 0u);
+  BOOST_TEST(r.samples.back().with_fbf == 550);
+}
+
+BOOST_AUTO_TEST_CASE(ramps_deliver_their_total_at_the_stated_rates) {
+  for (auto shape : {ramp::shape::linear, ramp::shape::exponential}) {
+    ramp r;
+    r.kind = shape;
+    r.r0 = shape == ramp::shape::linear ? 0 : 1;
+    r.r1 = 200;
+    r.total = 3000;
+    const auto a = r.arrivals();
+    BOOST_TEST(a.size() == 3000u);
+    BOOST_TEST(a.back() == r.duration(), boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(r.rate_at(r.time_at_rate(100)) == 100.0,
+               boost::test_tools::tolerance(1e-9));
+    // Arrivals in the second around the 100 ops/s point: about 100.
+    const double t100 = r.time_at_rate(100);
+    std::size_t in_window = 0;
+    for (double t : a)
+      in_window += (t > t100 - 0.5 && t <= t100 + 0.5) ? 1 : 0;
+    BOOST_TEST(in_window >= 98u);
+    BOOST_TEST(in_window <= 102u);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
