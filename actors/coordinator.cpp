@@ -1,0 +1,475 @@
+#include "actors/coordinator.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/caf_types.hpp"
+#include "actors/log.hpp"
+#include "actors/node_context.hpp"
+#include "protocol/descriptor.hpp"
+#include "ring/partition.hpp"
+
+namespace tally {
+
+namespace {
+
+// ---- the transaction logic shared by both kinds of coordinator ------------
+
+struct tx_state {
+  std::shared_ptr<const node_context> ctx;
+  tx_id tx;
+  vector_clock snapshot;
+  std::uint64_t snapshot_time = 0;
+  std::map<std::uint32_t, std::vector<tx_update>> writes; // by partition
+  std::map<object_key, std::vector<crdt_effect>> own;
+  bool busy = false; // a commit is under way
+};
+
+using values_cb = std::function<void(expected<std::vector<crdt_value>>)>;
+using time_cb = std::function<void(expected<std::uint64_t>)>;
+
+error from_caf(const caf::error& e) {
+  if (e == caf::sec::request_timeout)
+    return make_error(errc::timeout, "a partition did not answer in time");
+  return make_error(errc::unavailable,
+                    "a partition is unavailable (node shutting down?)");
+}
+
+// The node's stable time: the physical clock, lowered below every prepared
+// or staged transaction (node_context::board). Reads at it rarely wait.
+std::uint64_t stable_time(const node_context& ctx) {
+  std::uint64_t t = wall_clock_us();
+  if (ctx.board)
+    for (const auto& b : ctx.board->blocked_from)
+      t = std::min(t, b.load(std::memory_order_acquire) - 1);
+  return t;
+}
+
+// Snapshot time = max(the client's clock, the node's stable time) (Cure): a
+// read at it waits at each partition only until its safe time reaches it.
+expected<std::uint64_t> snapshot_for(const node_context& ctx,
+                                     const start_transaction_req& start) {
+  std::uint64_t t = stable_time(ctx);
+  if (start.timestamp) {
+    auto c = decode_clock(*start.timestamp);
+    if (!c)
+      return c.err();
+    t = std::max(t, c->get(local_dc));
+  }
+  return t;
+}
+
+status begin(tx_state& st, const start_transaction_req& start) {
+  auto t = snapshot_for(*st.ctx, start);
+  if (!t)
+    return t.err();
+  st.snapshot_time = *t;
+  st.snapshot = vector_clock{{local_dc, *t}};
+  return {};
+}
+
+expected<std::uint32_t> partition_of(const tx_state& st, const object_key& k) {
+  return partition_for(k.bucket, k.key, st.ctx->q);
+}
+
+// Buffers `updates` (validated first: nothing is buffered on an error).
+status add_updates(tx_state& st, const std::vector<update_op>& updates) {
+  std::vector<std::pair<std::uint32_t, tx_update>> staged;
+  for (const auto& u : updates) {
+    if (auto ok = check_supported(u); !ok)
+      return ok.err();
+    const auto* op = std::get_if<counter_op>(&u.op);
+    if (!op)
+      return make_error(errc::wrong_type, "only counter updates are served");
+    auto p = partition_of(st, u.object.key);
+    if (!p)
+      return p.err();
+    staged.emplace_back(*p, tx_update{u.object.key, u.object.type,
+                                      counter_effect{op->update.delta}, op->id});
+  }
+  for (auto& [p, u] : staged) {
+    st.own[u.key].push_back(u.effect);
+    st.writes[p].push_back(std::move(u));
+  }
+  return {};
+}
+
+template <class Self>
+void read_objects(Self* self, tx_state& st,
+                  const std::vector<bound_object>& objects, values_cb done) {
+  struct gather {
+    std::vector<crdt_value> values;
+    std::size_t left = 0;
+    std::optional<error> err;
+    values_cb done;
+  };
+  std::map<std::uint32_t, std::pair<part_read_req, std::vector<std::size_t>>> by_part;
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const auto& o = objects[i];
+    if (auto ok = check_supported(o); !ok)
+      return done(ok.err());
+    auto p = partition_of(st, o.key);
+    if (!p)
+      return done(p.err());
+    auto& slot = by_part[*p];
+    slot.first.snapshot = st.snapshot;
+    std::vector<crdt_effect> own;
+    if (auto it = st.own.find(o.key); it != st.own.end())
+      own = it->second;
+    slot.first.items.push_back(read_item{o.key, o.type, std::move(own)});
+    slot.second.push_back(i);
+  }
+  if (by_part.empty())
+    return done(std::vector<crdt_value>{});
+  auto g = std::make_shared<gather>();
+  g->values.resize(objects.size());
+  g->left = by_part.size();
+  g->done = std::move(done);
+  auto finish_one = [g] {
+    if (--g->left == 0) {
+      if (g->err)
+        g->done(*g->err);
+      else
+        g->done(std::move(g->values));
+    }
+  };
+  for (auto& [p, slot] : by_part) {
+    auto idx = slot.second;
+    self->request(st.ctx->partitions[p], st.ctx->limits.request_timeout,
+                  std::move(slot.first))
+      .then(
+        [g, idx, finish_one](part_read_resp& r) {
+          if (r.err)
+            g->err = *r.err;
+          else
+            for (std::size_t j = 0; j < idx.size() && j < r.values.size(); ++j)
+              g->values[idx[j]] = r.values[j];
+          finish_one();
+        },
+        [g, finish_one](caf::error& e) {
+          g->err = from_caf(e);
+          finish_one();
+        });
+  }
+}
+
+template <class Self>
+void commit_tx(Self* self, tx_state& st, time_cb done) {
+  st.busy = true;
+  auto ctx = st.ctx;
+  if (st.writes.empty())
+    return done(st.snapshot_time); // read-only: commits at its snapshot
+  if (st.writes.size() == 1) {
+    auto& [p, ups] = *st.writes.begin();
+    self->request(ctx->partitions[p], ctx->limits.request_timeout,
+                  part_prepare_req{st.tx, std::move(ups), st.snapshot_time, false})
+      .then(
+        [done](part_time_resp& r) {
+          if (r.err)
+            done(*r.err);
+          else
+            done(r.time);
+        },
+        [done](caf::error& e) { done(from_caf(e)); });
+    return;
+  }
+  // Two-phase commit.
+  struct gather {
+    std::size_t left = 0;
+    std::uint64_t max_time = 0;
+    std::optional<error> err;
+    std::vector<std::uint32_t> parts;
+  };
+  auto g = std::make_shared<gather>();
+  g->left = st.writes.size();
+  auto tx = st.tx;
+  auto on_prepared = [self, g, ctx, tx, done] {
+    if (--g->left != 0)
+      return;
+    if (g->err) {
+      for (auto p : g->parts)
+        self->send(ctx->partitions[p], part_abort_req{tx});
+      return done(*g->err);
+    }
+    auto commit_time = g->max_time;
+    auto c = std::make_shared<gather>();
+    c->left = g->parts.size();
+    for (auto p : g->parts)
+      self->request(ctx->partitions[p], ctx->limits.request_timeout,
+                    part_commit_req{tx, commit_time})
+        .then(
+          [c, commit_time, done](part_ack& a) {
+            if (a.err)
+              c->err = *a.err;
+            if (--c->left == 0) {
+              if (c->err)
+                done(*c->err);
+              else
+                done(commit_time);
+            }
+          },
+          [c, done](caf::error& e) {
+            c->err = from_caf(e);
+            if (--c->left == 0)
+              done(*c->err);
+          });
+  };
+  for (auto& [p, ups] : st.writes) {
+    g->parts.push_back(p);
+    self->request(ctx->partitions[p], ctx->limits.request_timeout,
+                  part_prepare_req{tx, std::move(ups), st.snapshot_time, true})
+      .then(
+        [g, on_prepared](part_time_resp& r) {
+          if (r.err)
+            g->err = *r.err;
+          else
+            g->max_time = std::max(g->max_time, r.time);
+          on_prepared();
+        },
+        [g, on_prepared](caf::error& e) {
+          g->err = from_caf(e);
+          on_prepared();
+        });
+  }
+}
+
+std::string clock_bytes(std::uint64_t t) {
+  return encode_clock(vector_clock{{local_dc, t}});
+}
+
+// ---- static coordinator -----------------------------------------------------
+
+struct static_state {
+  tx_state tx;
+  static inline const char* name = "static_coordinator";
+};
+
+caf::behavior static_coordinator(caf::stateful_actor<static_state>* self,
+                                 std::shared_ptr<const node_context> ctx,
+                                 tx_id tx) {
+  self->state.tx.ctx = std::move(ctx);
+  self->state.tx.tx = tx;
+  return {
+    [self](client_request& cr) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      auto& st = self->state.tx;
+      auto reply = [self, rp](client_reply r) mutable {
+        rp.deliver(std::move(r));
+        self->quit();
+      };
+      if (auto* su = std::get_if<static_update_objects_req>(&cr.req)) {
+        if (auto ok = begin(st, su->transaction); !ok)
+          return reply(error_reply(ok.err())), rp;
+        if (auto ok = add_updates(st, su->updates); !ok)
+          return reply(error_reply(ok.err())), rp;
+        commit_tx(self, st, [reply](expected<std::uint64_t> t) mutable {
+          if (!t)
+            reply(error_reply(t.err()));
+          else
+            reply(client_reply{commit_resp{true, clock_bytes(*t), 0}});
+        });
+      } else if (auto* sr = std::get_if<static_read_objects_req>(&cr.req)) {
+        if (auto ok = begin(st, sr->transaction); !ok)
+          return reply(error_reply(ok.err())), rp;
+        auto snap = st.snapshot_time;
+        read_objects(self, st, sr->objects,
+                     [reply, snap](expected<std::vector<crdt_value>> v) mutable {
+                       if (!v)
+                         return reply(error_reply(v.err()));
+                       static_read_objects_resp r;
+                       r.objects = read_objects_resp{true, std::move(*v), 0};
+                       r.commit = commit_resp{true, clock_bytes(snap), 0};
+                       reply(client_reply{std::move(r)});
+                     });
+      } else {
+        reply(error_reply(make_error(errc::invalid_argument,
+                                     "not a static transaction request")));
+      }
+      return rp;
+    },
+  };
+}
+
+// ---- interactive coordinator ----------------------------------------------
+
+struct interactive_state {
+  tx_state tx;
+  static inline const char* name = "tx_coordinator";
+};
+
+caf::behavior interactive_coordinator(
+  caf::stateful_actor<interactive_state>* self,
+  std::shared_ptr<const node_context> ctx, tx_id tx, std::uint64_t snap) {
+  auto& st = self->state.tx;
+  st.ctx = ctx;
+  st.tx = tx;
+  st.snapshot_time = snap;
+  st.snapshot = vector_clock{{local_dc, snap}};
+  return {
+    [self](client_request& cr) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      auto& st = self->state.tx;
+      if (st.busy) {
+        rp.deliver(error_reply(make_error(
+          errc::invalid_argument, "the transaction is already committing")));
+        return rp;
+      }
+      if (auto* r = std::get_if<read_objects_req>(&cr.req)) {
+        read_objects(self, st, r->objects,
+                     [rp](expected<std::vector<crdt_value>> v) mutable {
+                       if (!v)
+                         rp.deliver(error_reply(v.err()));
+                       else
+                         rp.deliver(client_reply{
+                           read_objects_resp{true, std::move(*v), 0}});
+                     });
+      } else if (auto* u = std::get_if<update_objects_req>(&cr.req)) {
+        auto ok = add_updates(st, u->updates);
+        rp.deliver(ok ? client_reply{operation_resp{true, 0}}
+                      : error_reply(ok.err()));
+      } else if (std::holds_alternative<commit_transaction_req>(cr.req)) {
+        commit_tx(self, st, [self, rp](expected<std::uint64_t> t) mutable {
+          if (!t)
+            rp.deliver(error_reply(t.err()));
+          else
+            rp.deliver(client_reply{commit_resp{true, clock_bytes(*t), 0}});
+          self->quit();
+        });
+      } else if (std::holds_alternative<abort_transaction_req>(cr.req)) {
+        // Updates are buffered here until commit: nothing to undo elsewhere.
+        rp.deliver(client_reply{operation_resp{true, 0}});
+        self->quit();
+      } else {
+        rp.deliver(error_reply(make_error(
+          errc::invalid_argument, "not an interactive transaction request")));
+      }
+      return rp;
+    },
+    caf::after(ctx->limits.tx_idle_timeout) >>
+      [self] {
+        if (self->state.tx.busy)
+          return;
+        log(log_level::info, "transaction ", self->state.tx.tx,
+            " aborted: idle longer than the transaction timeout");
+        self->quit();
+      },
+  };
+}
+
+// ---- transaction manager ------------------------------------------------------
+
+struct manager_state {
+  std::uint64_t next_seq = 1;
+  std::map<std::uint64_t, caf::actor> open;
+  std::map<caf::actor_addr, std::uint64_t> by_addr;
+  static inline const char* name = "tx_manager";
+};
+
+caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
+                         std::shared_ptr<const node_context> ctx) {
+  self->set_down_handler([self](caf::down_msg& m) {
+    auto& st = self->state;
+    auto i = st.by_addr.find(m.source);
+    if (i != st.by_addr.end()) {
+      st.open.erase(i->second);
+      st.by_addr.erase(i);
+    }
+  });
+  return {
+    [self, ctx](client_request& cr) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      auto& st = self->state;
+      if (auto* start = std::get_if<start_transaction_req>(&cr.req)) {
+        if (st.open.size() >= ctx->limits.max_open_transactions) {
+          rp.deliver(error_reply(make_error(
+            errc::unavailable, "too many open transactions (limit "
+                                 + std::to_string(ctx->limits.max_open_transactions)
+                                 + "): commit or abort some first")));
+          return rp;
+        }
+        auto snap = snapshot_for(*ctx, *start);
+        if (!snap) {
+          rp.deliver(error_reply(snap.err()));
+          return rp;
+        }
+        tx_id tx{ctx->incarnation, st.next_seq++};
+        auto coord = self->spawn<caf::linked + caf::monitored>(
+          interactive_coordinator, ctx, tx, *snap);
+        st.open.emplace(tx.seq, coord);
+        st.by_addr.emplace(coord.address(), tx.seq);
+        tx_descriptor d;
+        d.tx = tx;
+        d.owner = ctx->owner;
+        d.owner_incarnation = ctx->incarnation;
+        d.snapshot = vector_clock{{local_dc, *snap}};
+        rp.deliver(client_reply{
+          start_transaction_resp{true, encode_tx_descriptor(d), 0}});
+        return rp;
+      }
+      const std::string* desc = std::visit(
+        [](const auto& r) -> const std::string* {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, read_objects_req>
+                        || std::is_same_v<T, update_objects_req>
+                        || std::is_same_v<T, abort_transaction_req>
+                        || std::is_same_v<T, commit_transaction_req>)
+            return &r.transaction_descriptor;
+          else
+            return nullptr;
+        },
+        cr.req);
+      if (!desc) {
+        rp.deliver(error_reply(make_error(errc::invalid_argument,
+                                          "not a transaction request")));
+        return rp;
+      }
+      auto d = decode_tx_descriptor(*desc);
+      if (!d) {
+        rp.deliver(error_reply(d.err()));
+        return rp;
+      }
+      if (d->owner != ctx->owner || d->owner_incarnation != ctx->incarnation
+          || d->tx.origin != ctx->incarnation) {
+        rp.deliver(error_reply(make_error(
+          errc::aborted, "stale transaction descriptor: it was issued by "
+                           + d->owner + " before a restart or by another node; "
+                                        "start a new transaction")));
+        return rp;
+      }
+      auto i = st.open.find(d->tx.seq);
+      if (i == st.open.end()) {
+        rp.deliver(error_reply(make_error(
+          errc::aborted, "unknown transaction: it committed, aborted or "
+                         "timed out; start a new transaction")));
+        return rp;
+      }
+      rp.delegate(i->second, std::move(cr));
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_static_coordinator(caf::actor_system& sys,
+                                    std::shared_ptr<const node_context> ctx) {
+  // Static transactions only need distinct ids at the partitions: the
+  // sequence runs downward from the top so it never meets the manager's.
+  static std::atomic<std::uint64_t> seq{~std::uint64_t{0}};
+  auto incarnation = ctx->incarnation;
+  return sys.spawn(static_coordinator, std::move(ctx),
+                   tx_id{incarnation, seq.fetch_sub(1)});
+}
+
+caf::actor spawn_tx_manager(caf::actor_system& sys,
+                            std::shared_ptr<const node_context> ctx) {
+  return sys.spawn(tx_manager, std::move(ctx));
+}
+
+} // namespace tally

@@ -1,0 +1,82 @@
+// The messages between a node's actors (docs/NODE.md, "Actors"): plain
+// structs, whitelisted as local-only CAF message types in actors/caf_types.hpp.
+// They never cross a node boundary yet (one node), so they carry no
+// serialization; a cluster will register inspect() overloads for them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "actors/partition_core.hpp"
+#include "clock/vector_clock.hpp"
+#include "common/error.hpp"
+#include "crdt/crdt_object.hpp"
+#include "journal/record.hpp"
+#include "protocol/messages.hpp"
+
+namespace tally {
+
+// ---- to a partition actor -------------------------------------------------
+
+/// One object to read, with the reading transaction's own effects on it.
+struct read_item {
+  object_key key;
+  crdt_type type = crdt_type::counter;
+  std::vector<crdt_effect> own;
+};
+
+/// Read `items` at `snapshot`; answered with part_read_resp once the
+/// partition's safe time reaches the snapshot.
+struct part_read_req {
+  vector_clock snapshot;
+  std::vector<read_item> items;
+};
+struct part_read_resp {
+  std::optional<error> err;
+  std::vector<crdt_value> values; // one per item, in order
+};
+
+/// Phase one (`two_phase`), or a one-step commit of a transaction that
+/// touches only this partition. Answered with part_time_resp once durable:
+/// the prepare time, or for a one-step commit the commit time.
+struct part_prepare_req {
+  tx_id tx;
+  std::vector<tx_update> updates;
+  std::uint64_t snapshot_time = 0;
+  bool two_phase = false;
+};
+struct part_time_resp {
+  std::optional<error> err;
+  std::uint64_t time = 0;
+  std::uint64_t dismissed = 0; // duplicate op ids acknowledged, not applied
+};
+
+/// Phase two: commit at `commit_time`; part_ack once the record is durable.
+struct part_commit_req {
+  tx_id tx;
+  std::uint64_t commit_time = 0;
+};
+/// Abort a prepared transaction; part_ack at once.
+struct part_abort_req {
+  tx_id tx;
+};
+struct part_ack {
+  std::optional<error> err;
+};
+
+// ---- client endpoint <-> coordinators ---------------------------------------
+
+/// A decoded client request; answered with a client_reply.
+struct client_request {
+  request req;
+};
+struct client_reply {
+  response resp;
+};
+
+inline client_reply error_reply(error err) {
+  return client_reply{error_resp{std::move(err)}};
+}
+
+} // namespace tally

@@ -1,0 +1,67 @@
+// A single Tally node (docs/NODE.md): opens every partition's journal under
+// <data-dir>/partitions/<index>, recovers, resolves transactions left
+// prepared by a crash, spawns the partition actors, the transaction manager
+// and the client endpoint. stop() sends an exit message to every long-lived
+// actor (CAF-NOTES.md, "Lifetime and shutdown"); the actor_system's
+// destructor then returns once they have flushed and quit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+
+#include "actors/node_context.hpp"
+#include "common/expected.hpp"
+#include "journal/journal.hpp"
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace tally {
+
+struct node_config {
+  std::string data_dir = "./data";
+  std::string bind = "127.0.0.1";
+  std::uint16_t port = 8087;
+  std::uint32_t partitions = 64;
+  durability mode = durability::batch;
+  node_limits limits;
+  /// Partition actors on their own threads (default) or on the scheduler;
+  /// docs/NODE.md, "Threading and disk I/O" has the measurement.
+  bool detached_partitions = true;
+};
+
+class node {
+public:
+  /// Starts the node in `sys` (which must have the middleman loaded).
+  /// Errors: errc::invalid_argument (bad partition count), errc::unavailable
+  /// (data dir locked by another tallyd, port in use), errc::io_error
+  /// (unusable data dir), journal recovery errors (errc::corrupt,
+  /// errc::bad_config).
+  static expected<std::unique_ptr<node>> start(caf::actor_system& sys,
+                                               const node_config& cfg);
+  ~node();
+
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  std::uint16_t port() const noexcept { return port_; }
+
+  /// Sends exit messages to the endpoint, the transaction manager and every
+  /// partition (which flush what is staged first). Idempotent.
+  void stop();
+
+private:
+  node() = default;
+
+  std::vector<caf::actor> actors_; // endpoint, tx manager, partitions
+  std::uint16_t port_ = 0;
+  int lock_fd_ = -1;
+  bool stopped_ = false;
+};
+
+} // namespace tally

@@ -1,0 +1,57 @@
+// What every actor of a node shares, read-only after startup: the partition
+// actors, the ring size, limits and the node's identity (docs/NODE.md).
+// Internal to actors/ (it includes CAF's actor handle).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+
+#include "protocol/frame.hpp"
+
+namespace tally {
+
+struct node_limits {
+  /// Largest frame (code byte + body) a client may send.
+  std::uint32_t max_frame_size = default_max_frame_size;
+  /// Interactive transactions open at once; more are refused with an error.
+  std::size_t max_open_transactions = 10000;
+  /// Client connections at once; more are closed at accept.
+  std::size_t max_connections = 1024;
+  /// An interactive transaction idle this long is aborted.
+  std::chrono::milliseconds tx_idle_timeout{30000};
+  /// How long a coordinator waits for a partition (a read may wait for a
+  /// prepared transaction): then the client gets a timeout error.
+  std::chrono::milliseconds request_timeout{10000};
+};
+
+/// Each partition's blocked_from() (partition_core.hpp), published by the
+/// partition actor after every message it handles so that coordinators can
+/// compute the node's stable time without asking: stable = min(physical
+/// clock, min_i blocked_from_i - 1). Rule: slot i is written only by
+/// partition i's actor; anyone may read. A stale value only makes a read
+/// wait at the partition (which checks its own safe time), never wrong.
+struct safe_board {
+  explicit safe_board(std::size_t n) : blocked_from(n) {
+    for (auto& x : blocked_from)
+      x.store(UINT64_MAX, std::memory_order_relaxed);
+  }
+  std::vector<std::atomic<std::uint64_t>> blocked_from;
+};
+
+struct node_context {
+  std::vector<caf::actor> partitions; // index = partition index
+  std::uint32_t q = 64;
+  std::string owner;             // node name in transaction descriptors
+  std::uint64_t incarnation = 0; // start time (us): new on every restart
+  node_limits limits;
+  caf::actor tx_manager;         // set before the endpoint accepts clients
+  std::shared_ptr<safe_board> board;
+};
+
+} // namespace tally

@@ -1,0 +1,164 @@
+// The coordinators, the transaction manager and the partition actors under
+// CAF's deterministic test scheduler (CAF-NOTES.md, "Tests"): partitions are
+// spawned on the scheduler (not detached) so run() steps every actor; the
+// test sends, runs, then receives with a zero timeout. No sleeps.
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <random>
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include "actors/caf_types.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/node_context.hpp"
+#include "actors/partition_actor.hpp"
+#include "actors/partition_core.hpp"
+#include "protocol/descriptor.hpp"
+
+using namespace tally;
+using namespace std::chrono_literals;
+
+namespace {
+
+caf::actor_system_config& test_config(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.policy", caf::atom("testing"));
+  return cfg;
+}
+
+struct fixture {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{test_config(cfg)};
+  caf::scheduler::test_coordinator& sched =
+    dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+  caf::scoped_actor self{sys};
+  std::filesystem::path dir;
+  std::shared_ptr<node_context> ctx = std::make_shared<node_context>();
+
+  fixture() {
+    std::random_device rd;
+    dir = std::filesystem::temp_directory_path()
+          / ("tally-coord-" + std::to_string(rd()));
+    ctx->q = 4;
+    ctx->owner = "tally@test";
+    ctx->incarnation = 42;
+    ctx->board = std::make_shared<safe_board>(ctx->q);
+    for (std::uint32_t i = 0; i < ctx->q; ++i) {
+      partition_options o;
+      o.index = i;
+      o.path = (dir / std::to_string(i)).string();
+      o.mode = durability::none;
+      auto core = partition_core::open(o);
+      BOOST_REQUIRE(core);
+      ctx->partitions.push_back(spawn_partition(
+        sys, std::move(*core), false, &ctx->board->blocked_from[i]));
+    }
+    ctx->tx_manager = spawn_tx_manager(sys, ctx);
+  }
+  ~fixture() {
+    for (auto& p : ctx->partitions)
+      caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(ctx->tx_manager, caf::exit_reason::user_shutdown);
+    sched.run();
+    std::filesystem::remove_all(dir);
+  }
+
+  // Sends `req` to `to`, runs every actor to quiescence, returns the reply.
+  response ask(const caf::actor& to, request req) {
+    self->send(to, client_request{std::move(req)});
+    sched.run();
+    response out = error_resp{};
+    bool got = false;
+    self->receive([&](client_reply& r) { out = std::move(r.resp); got = true; },
+                  caf::after(0s) >> [] {});
+    BOOST_REQUIRE_MESSAGE(got, "no reply after the scheduler ran dry");
+    return out;
+  }
+  response ask_static(request req) {
+    return ask(spawn_static_coordinator(sys, ctx), std::move(req));
+  }
+};
+
+bound_object counter(const std::string& k) {
+  return {object_key{"b", k}, crdt_type::counter};
+}
+update_op inc(const std::string& k, std::int64_t d,
+              std::optional<op_id> id = {}) {
+  return {counter(k), counter_op{counter_update{d}, id}};
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(coordinator_tests, fixture)
+
+BOOST_AUTO_TEST_CASE(static_commit_over_several_partitions_is_read_atomically) {
+  static_update_objects_req up;
+  for (int i = 0; i < 16; ++i)
+    up.updates.push_back(inc("k" + std::to_string(i), i));
+  auto r = ask_static(up);
+  auto* c = std::get_if<commit_resp>(&r);
+  BOOST_REQUIRE(c && c->success);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = c->commit_time;
+  for (int i = 0; i < 16; ++i)
+    rd.objects.push_back(counter("k" + std::to_string(i)));
+  auto rr = ask_static(rd);
+  auto* s = std::get_if<static_read_objects_resp>(&rr);
+  BOOST_REQUIRE(s && s->objects.success);
+  for (int i = 0; i < 16; ++i)
+    BOOST_TEST(std::get<std::int64_t>(s->objects.values[std::size_t(i)]) == i);
+  BOOST_TEST(ctx->board->blocked_from[0].load() == UINT64_MAX); // nothing held
+}
+
+BOOST_AUTO_TEST_CASE(interactive_transaction_buffers_until_commit) {
+  auto st = std::get<start_transaction_resp>(ask(ctx->tx_manager, start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  auto d = decode_tx_descriptor(st.transaction_descriptor);
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->owner_incarnation == 42u);
+  auto u = ask(ctx->tx_manager, update_objects_req{{inc("x", 5), inc("y", 1)},
+                                                   st.transaction_descriptor});
+  BOOST_TEST(std::get<operation_resp>(u).success);
+  auto r = ask(ctx->tx_manager, read_objects_req{{counter("x")}, st.transaction_descriptor});
+  BOOST_TEST(std::get<std::int64_t>(std::get<read_objects_resp>(r).values[0]) == 5);
+  static_read_objects_req outside;
+  outside.objects = {counter("x")};
+  auto o = std::get<static_read_objects_resp>(ask_static(outside));
+  BOOST_TEST(std::get<std::int64_t>(o.objects.values[0]) == 0);
+  auto c = std::get<commit_resp>(ask(ctx->tx_manager,
+                                     commit_transaction_req{st.transaction_descriptor}));
+  BOOST_REQUIRE(c.success);
+  outside.transaction.timestamp = c.commit_time;
+  auto o2 = std::get<static_read_objects_resp>(ask_static(outside));
+  BOOST_TEST(std::get<std::int64_t>(o2.objects.values[0]) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) {
+  tx_descriptor d;
+  d.tx = {7, 1};
+  d.owner = "tally@test";
+  d.owner_incarnation = 7; // an earlier incarnation
+  auto r = ask(ctx->tx_manager, commit_transaction_req{encode_tx_descriptor(d)});
+  BOOST_TEST(std::holds_alternative<error_resp>(r));
+  static_read_objects_req rd;
+  rd.objects = {bound_object{object_key{"b", "s"}, crdt_type::orset}};
+  BOOST_TEST(std::holds_alternative<error_resp>(ask_static(rd)));
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_op_id_across_two_partitions_is_applied_once) {
+  op_id id{1234, 1};
+  static_update_objects_req up;
+  up.updates = {inc("a", 1, id), inc("zz", 1, op_id{1234, 2})};
+  auto c1 = std::get<commit_resp>(ask_static(up));
+  auto c2 = std::get<commit_resp>(ask_static(up)); // the retry
+  BOOST_REQUIRE(c1.success && c2.success);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = c2.commit_time;
+  rd.objects = {counter("a"), counter("zz")};
+  auto s = std::get<static_read_objects_resp>(ask_static(rd));
+  BOOST_TEST(std::get<std::int64_t>(s.objects.values[0]) == 1);
+  BOOST_TEST(std::get<std::int64_t>(s.objects.values[1]) == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

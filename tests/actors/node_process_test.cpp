@@ -1,0 +1,555 @@
+// Process-level tests: the real tallyd binary on 127.0.0.1 with a free port
+// and a temporary data dir, driven over a socket with protocol/ encoders.
+// Bounded loops only: the port is polled with a bounded retry count.
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/descriptor.hpp"
+#include "protocol/frame.hpp"
+#include "protocol/messages.hpp"
+
+#ifndef TALLYD_PATH
+#error "TALLYD_PATH must name the tallyd binary (actors/CMakeLists.txt)"
+#endif
+
+using namespace tally;
+
+namespace {
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+int try_connect(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{10, 0}; // a test never hangs on a silent server
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// One tallyd process.
+struct server {
+  std::string dir;
+  std::uint16_t port = 0;
+  pid_t pid = -1;
+  std::string mode;
+
+  server(std::string data_dir, std::string durability)
+      : dir(std::move(data_dir)), mode(std::move(durability)) {}
+  ~server() {
+    if (pid > 0)
+      stop(SIGKILL);
+  }
+
+  // Starts tallyd; returns false if it does not accept connections after
+  // 500 attempts 10 ms apart.
+  bool start(std::vector<std::string> extra = {}) {
+    port = free_port();
+    pid = ::fork();
+    if (pid == 0) {
+      std::vector<std::string> args{TALLYD_PATH, "--data-dir", dir, "--port",
+                                    std::to_string(port), "--partitions", "8",
+                                    "--durability", mode, "--log-level", "warn"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(TALLYD_PATH, argv.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      int fd = try_connect(port);
+      if (fd >= 0) {
+        ::close(fd);
+        return true;
+      }
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Sends `sig` and returns the exit status.
+  int stop(int sig = SIGTERM) {
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return status;
+  }
+};
+
+struct conn {
+  int fd = -1;
+  explicit conn(std::uint16_t port) : fd(try_connect(port)) {
+    BOOST_REQUIRE(fd >= 0);
+  }
+  ~conn() { ::close(fd); }
+
+  void send_raw(const std::string& bytes) {
+    BOOST_REQUIRE(::write(fd, bytes.data(), bytes.size())
+                  == static_cast<ssize_t>(bytes.size()));
+  }
+  static std::string bytes_of(const request& r) {
+    auto f = encode_frame(encode_request(r));
+    BOOST_REQUIRE(f);
+    return *f;
+  }
+  void send(const request& r) { send_raw(bytes_of(r)); }
+
+  // Reads one frame; nullopt when the server closed the connection.
+  std::optional<frame> read_frame() {
+    std::string head = read_n(4);
+    if (head.size() < 4)
+      return std::nullopt;
+    std::uint32_t len = (std::uint32_t(std::uint8_t(head[0])) << 24)
+                        | (std::uint32_t(std::uint8_t(head[1])) << 16)
+                        | (std::uint32_t(std::uint8_t(head[2])) << 8)
+                        | std::uint32_t(std::uint8_t(head[3]));
+    std::string rest = read_n(len);
+    if (rest.size() < len || len == 0)
+      return std::nullopt;
+    return frame{static_cast<std::uint8_t>(rest[0]), rest.substr(1)};
+  }
+  response receive() {
+    auto f = read_frame();
+    BOOST_REQUIRE_MESSAGE(f, "server closed the connection");
+    auto r = decode_response(f->code, f->body);
+    BOOST_REQUIRE_MESSAGE(r, (r ? "" : r.err().to_string()));
+    return *r;
+  }
+  response call(const request& r) {
+    send(r);
+    return receive();
+  }
+
+private:
+  std::string read_n(std::size_t n) {
+    std::string out;
+    char buf[4096];
+    while (out.size() < n) {
+      auto got = ::read(fd, buf, std::min(sizeof buf, n - out.size()));
+      if (got <= 0)
+        break;
+      out.append(buf, static_cast<std::size_t>(got));
+    }
+    return out;
+  }
+};
+
+bound_object counter(const std::string& k) {
+  return bound_object{object_key{"bucket", k}, crdt_type::counter};
+}
+
+update_op inc(const std::string& k, std::int64_t d,
+              std::optional<op_id> id = std::nullopt) {
+  return update_op{counter(k), counter_op{counter_update{d}, id}};
+}
+
+std::string commit_clock(const response& r) {
+  auto* c = std::get_if<commit_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(c, "expected a CommitResp, got code "
+                             << static_cast<int>(code_of(r)));
+  BOOST_REQUIRE(c->success);
+  return c->commit_time;
+}
+
+std::vector<std::int64_t> read_values(conn& c, std::vector<std::string> keys,
+                                      std::optional<std::string> clock = {}) {
+  static_read_objects_req req;
+  req.transaction.timestamp = clock;
+  for (auto& k : keys)
+    req.objects.push_back(counter(k));
+  auto r = c.call(req);
+  auto* s = std::get_if<static_read_objects_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(s, "expected StaticReadObjectsResp");
+  BOOST_REQUIRE(s->objects.success);
+  std::vector<std::int64_t> out;
+  for (auto& v : s->objects.values)
+    out.push_back(std::get<std::int64_t>(v));
+  return out;
+}
+
+std::string static_update(conn& c, std::vector<update_op> ups,
+                          std::optional<std::string> clock = {}) {
+  static_update_objects_req req;
+  req.transaction.timestamp = clock;
+  req.updates = std::move(ups);
+  return commit_clock(c.call(req));
+}
+
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    std::random_device rd;
+    path = (std::filesystem::temp_directory_path()
+            / ("tallyd-test-" + std::to_string(rd())))
+             .string();
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tallyd_process)
+
+BOOST_AUTO_TEST_CASE(static_update_then_read_sees_every_key_of_the_commit) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  std::vector<update_op> ups;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i) { // many keys: several partitions, 2PC
+    keys.push_back("k" + std::to_string(i));
+    ups.push_back(inc(keys.back(), i + 1));
+  }
+  auto clock = static_update(c, ups);
+  auto vals = read_values(c, keys, clock);
+  for (int i = 0; i < 20; ++i)
+    BOOST_TEST(vals[static_cast<std::size_t>(i)] == i + 1);
+  // A second commit on the same keys, read with the returned clock.
+  auto clock2 = static_update(c, {inc("k0", 10), inc("k19", -20)}, clock);
+  auto v2 = read_values(c, {"k0", "k19", "absent"}, clock2);
+  BOOST_TEST(v2[0] == 11);
+  BOOST_TEST(v2[1] == 0);
+  BOOST_TEST(v2[2] == 0);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(interactive_transaction_reads_its_own_writes) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  auto start = c.call(start_transaction_req{});
+  auto* st = std::get_if<start_transaction_resp>(&start);
+  BOOST_REQUIRE(st && st->success);
+  auto desc = st->transaction_descriptor;
+  auto up = c.call(update_objects_req{{inc("a", 3), inc("b", 4)}, desc});
+  BOOST_REQUIRE(std::get_if<operation_resp>(&up));
+  BOOST_TEST(std::get<operation_resp>(up).success);
+  auto rd = c.call(read_objects_req{{counter("a"), counter("b")}, desc});
+  auto* ro = std::get_if<read_objects_resp>(&rd);
+  BOOST_REQUIRE(ro && ro->success);
+  BOOST_TEST(std::get<std::int64_t>(ro->values[0]) == 3);
+  BOOST_TEST(std::get<std::int64_t>(ro->values[1]) == 4);
+  // Not visible outside before commit.
+  BOOST_TEST(read_values(c, {"a"})[0] == 0);
+  auto clock = commit_clock(c.call(commit_transaction_req{desc}));
+  auto v = read_values(c, {"a", "b"}, clock);
+  BOOST_TEST(v[0] == 3);
+  BOOST_TEST(v[1] == 4);
+  // The descriptor is finished now: a clear error.
+  auto again = c.call(read_objects_req{{counter("a")}, desc});
+  BOOST_TEST(std::holds_alternative<error_resp>(again));
+  // An aborted transaction applies nothing.
+  auto start2 = c.call(start_transaction_req{clock});
+  auto desc2 = std::get<start_transaction_resp>(start2).transaction_descriptor;
+  c.call(update_objects_req{{inc("a", 100)}, desc2});
+  auto ab = c.call(abort_transaction_req{desc2});
+  BOOST_TEST(std::get<operation_resp>(ab).success);
+  BOOST_TEST(read_values(c, {"a"}, clock)[0] == 3);
+  // A foreign descriptor gets an ErrorResp.
+  auto bad = c.call(commit_transaction_req{"not a descriptor"});
+  BOOST_TEST(std::holds_alternative<error_resp>(bad));
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_op_id_is_acknowledged_not_applied) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  op_id id{0xC0FFEE, 1};
+  auto c1 = static_update(c, {inc("x", 10, id)});
+  auto c2 = static_update(c, {inc("x", 10, id)}, c1); // the retry
+  BOOST_TEST(read_values(c, {"x"}, c2)[0] == 10);
+  auto c3 = static_update(c, {inc("x", 1, op_id{0xC0FFEE, 2})}, c2);
+  BOOST_TEST(read_values(c, {"x"}, c3)[0] == 11);
+}
+
+BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  std::string batch;
+  static_update_objects_req up;
+  up.updates = {inc("p", 1)};
+  static_read_objects_req rd;
+  rd.objects = {counter("p")};
+  for (int i = 0; i < 10; ++i) {
+    batch += conn::bytes_of(up);
+    batch += conn::bytes_of(rd);
+  }
+  c.send_raw(batch);
+  for (int i = 0; i < 10; ++i) {
+    auto r1 = c.receive();
+    BOOST_TEST(std::holds_alternative<commit_resp>(r1));
+    auto r2 = c.receive();
+    BOOST_TEST(std::holds_alternative<static_read_objects_resp>(r2));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_gets_an_error_or_a_close_and_the_server_stays_up) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--max-frame-size", "1024"}));
+  {
+    conn c{s.port};
+    static_update(c, {inc("safe", 5)});
+  }
+  { // malformed protobuf body: ErrorResp, connection usable
+    conn c{s.port};
+    auto f = encode_frame(static_cast<std::uint8_t>(msg_code::static_update_objects),
+                          std::string("\xff\xff\xff", 3));
+    c.send_raw(*f);
+    BOOST_TEST(std::holds_alternative<error_resp>(c.receive()));
+    BOOST_TEST(read_values(c, {"safe"})[0] == 5);
+  }
+  { // wrong type for a key: ErrorResp
+    conn c{s.port};
+    static_read_objects_req rd;
+    rd.objects = {bound_object{object_key{"bucket", "safe"}, crdt_type::orset}};
+    BOOST_TEST(std::holds_alternative<error_resp>(c.call(rd)));
+  }
+  { // unknown code: connection closed
+    conn c{s.port};
+    auto f = encode_frame(200, "");
+    c.send_raw(*f);
+    BOOST_TEST(!c.read_frame().has_value());
+  }
+  { // oversized frame: ErrorResp, then closed
+    conn c{s.port};
+    std::string head{"\x00\x10\x00\x00", 4}; // 1 MiB > 1024
+    c.send_raw(head + std::string(16, 'x'));
+    BOOST_TEST(std::holds_alternative<error_resp>(c.receive()));
+    BOOST_TEST(!c.read_frame().has_value());
+  }
+  conn c{s.port};
+  BOOST_TEST(read_values(c, {"safe"})[0] == 5);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(kill_9_under_full_durability_loses_and_doubles_nothing) {
+  temp_dir d;
+  const int n = 200;
+  std::string last_clock;
+  {
+    server s{d.path, "full"};
+    BOOST_REQUIRE(s.start());
+    conn c{s.port};
+    for (int i = 1; i <= n; ++i) {
+      // Alternate one-step and two-phase commits.
+      std::vector<update_op> ups{inc("total", 1, op_id{77, std::uint64_t(i)})};
+      if (i % 2 == 0)
+        ups.push_back(inc("side" + std::to_string(i % 7), 1));
+      last_clock = static_update(c, ups);
+    }
+    s.stop(SIGKILL);
+  }
+  server s{d.path, "full"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  BOOST_TEST(read_values(c, {"total"}, last_clock)[0] == n);
+  // Retries of acknowledged ids after the restart are still dismissed.
+  auto clock = static_update(c, {inc("total", 1, op_id{77, 1}),
+                                 inc("total", 1, op_id{77, std::uint64_t(n)})});
+  BOOST_TEST(read_values(c, {"total"}, clock)[0] == n);
+  std::int64_t sides = 0;
+  for (auto v : read_values(c, {"side0", "side1", "side2", "side3", "side4",
+                                "side5", "side6"}, clock))
+    sides += v;
+  BOOST_TEST(sides == n / 2);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_flag_and_port_in_use_fail_with_nonzero_exit) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  // A second tallyd on the same port (and data dir) must fail, not hang.
+  temp_dir d2;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string port = std::to_string(s.port);
+    ::execl(TALLYD_PATH, TALLYD_PATH, "--data-dir", d2.path.c_str(), "--port",
+            port.c_str(), "--partitions", "2", "--log-level", "error",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 1);
+  // A data dir that is a regular file: exit 1 with a clear message.
+  auto file = d2.path + "-file";
+  { std::ofstream f{file}; f << "x"; }
+  pid = ::fork();
+  if (pid == 0) {
+    ::execl(TALLYD_PATH, TALLYD_PATH, "--data-dir", file.c_str(), "--port", "0",
+            "--log-level", "error", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::waitpid(pid, &status, 0);
+  std::filesystem::remove(file);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 1);
+  pid = ::fork();
+  if (pid == 0) {
+    ::execl(TALLYD_PATH, TALLYD_PATH, "--partitions", "3",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::waitpid(pid, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(idle_transaction_is_aborted_and_open_transactions_are_limited) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--tx-timeout-ms", "500", "--max-transactions", "2"}));
+  conn c{s.port};
+  auto t1 = std::get<start_transaction_resp>(c.call(start_transaction_req{}));
+  auto t2 = std::get<start_transaction_resp>(c.call(start_transaction_req{}));
+  BOOST_TEST(t1.success);
+  BOOST_TEST(t2.success);
+  // A third is refused while two are open.
+  BOOST_TEST(std::holds_alternative<error_resp>(c.call(start_transaction_req{})));
+  c.call(update_objects_req{{inc("idle", 1)}, t1.transaction_descriptor});
+  // Poll (bounded) until the idle transactions are gone: a new one starts.
+  // (Any request to t1 itself would keep it alive.)
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto r = c.call(start_transaction_req{});
+    gone = std::holds_alternative<start_transaction_resp>(r);
+  }
+  BOOST_TEST(gone);
+  BOOST_TEST(std::holds_alternative<error_resp>(
+    c.call(commit_transaction_req{t1.transaction_descriptor})));
+  BOOST_TEST(read_values(c, {"idle"})[0] == 0);
+}
+
+BOOST_AUTO_TEST_CASE(connections_above_the_limit_are_closed_at_accept) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--max-connections", "1"}));
+  // start() probed with a connection that is closed now; poll (bounded)
+  // until the node has seen it go, i.e. a connection is served.
+  std::unique_ptr<conn> first;
+  for (int i = 0; i < 100 && !first; ++i) {
+    auto c = std::make_unique<conn>(s.port);
+    static_read_objects_req rd;
+    rd.objects = {counter("c")};
+    c->send(rd);
+    if (c->read_frame())
+      first = std::move(c);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_REQUIRE(first);
+  conn second{s.port};
+  static_read_objects_req rd;
+  rd.objects = {counter("c")};
+  second.send(rd);
+  BOOST_TEST(!second.read_frame().has_value());
+  BOOST_TEST(read_values(*first, {"c"})[0] == 0); // the first still works
+}
+
+BOOST_AUTO_TEST_CASE(config_file_is_read_and_a_bad_key_in_it_exits_2) {
+  temp_dir d;
+  std::filesystem::create_directories(d.path);
+  auto good = d.path + "/good.conf";
+  {
+    std::ofstream f{good};
+    f << "# tallyd settings\ndurability = none\nmax-transactions=1\n";
+  }
+  server s{d.path + "/data", "batch"};
+  // The flag --durability batch overrides the file; the limit comes from it.
+  BOOST_REQUIRE(s.start({"--config", good}));
+  conn c{s.port};
+  BOOST_TEST(std::get<start_transaction_resp>(c.call(start_transaction_req{})).success);
+  BOOST_TEST(std::holds_alternative<error_resp>(c.call(start_transaction_req{})));
+  auto bad = d.path + "/bad.conf";
+  {
+    std::ofstream f{bad};
+    f << "no-such-setting=1\n";
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(TALLYD_PATH, TALLYD_PATH, "--config", bad.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_flushes_and_restart_recovers_batch_commits) {
+  temp_dir d;
+  std::string clock;
+  {
+    server s{d.path, "batch"};
+    BOOST_REQUIRE(s.start());
+    conn c{s.port};
+    for (int i = 0; i < 50; ++i)
+      clock = static_update(c, {inc("t", 2), inc("u" + std::to_string(i % 5), 1)});
+    BOOST_TEST(s.stop(SIGTERM) == 0);
+  }
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  auto v = read_values(c, {"t", "u0", "u4"}, clock);
+  BOOST_TEST(v[0] == 100);
+  BOOST_TEST(v[1] == 10);
+  BOOST_TEST(v[2] == 10);
+  // A descriptor from before the restart is refused clearly.
+  auto st = std::get<start_transaction_resp>(c.call(start_transaction_req{clock}));
+  BOOST_TEST(st.success);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
