@@ -1,0 +1,420 @@
+#include "client/client.hpp"
+
+#include <algorithm>
+#include <random>
+#include <type_traits>
+#include <utility>
+
+#include "protocol/descriptor.hpp"
+
+namespace tally {
+
+namespace {
+
+std::uint64_t random_client_id() {
+  std::random_device rd;
+  std::uint64_t id = 0;
+  while (id == 0) // 0 reads as "no client" in logs; never hand it out
+    id = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return id;
+}
+
+std::string_view wire_error_name(std::uint32_t code) {
+  switch (code) {
+    case 0: return "unknown";
+    case 1: return "timeout";
+    case 2: return "no_permissions";
+    case 3: return "aborted";
+    default: return "error";
+  }
+}
+
+error failed(std::string_view request, std::uint32_t code) {
+  return make_error(errc_from_wire_error(code),
+                    std::string{request} + " failed: the node answered "
+                      + std::string{wire_error_name(code)} + " ("
+                      + std::to_string(code) + ")");
+}
+
+/// The reply of `T`, an error_resp's error, or errc::corrupt for another
+/// message.
+template <class T>
+expected<T> expect(expected<response> resp, std::string_view request) {
+  if (!resp)
+    return resp.err();
+  if (auto* e = std::get_if<error_resp>(&*resp))
+    return e->err;
+  if (auto* r = std::get_if<T>(&*resp))
+    return std::move(*r);
+  return make_error(errc::corrupt,
+                    std::string{request} + ": unexpected reply "
+                      + std::string{to_string(code_of(*resp))});
+}
+
+expected<std::vector<std::int64_t>> values_of(const read_objects_resp& r,
+                                              std::string_view request) {
+  if (!r.success)
+    return failed(request, r.error_code);
+  std::vector<std::int64_t> out;
+  out.reserve(r.values.size());
+  for (const auto& v : r.values)
+    out.push_back(std::get<std::int64_t>(v));
+  return out;
+}
+
+expected<read_result> static_read_result(expected<response> resp) {
+  auto r = expect<static_read_objects_resp>(std::move(resp),
+                                            "StaticReadObjects");
+  if (!r)
+    return r.err();
+  if (!r->commit.success)
+    return failed("StaticReadObjects", r->commit.error_code);
+  auto values = values_of(r->objects, "StaticReadObjects");
+  if (!values)
+    return values.err();
+  return read_result{std::move(*values), std::move(r->commit.commit_time)};
+}
+
+expected<std::string> commit_clock(expected<response> resp,
+                                   std::string_view request) {
+  auto r = expect<commit_resp>(std::move(resp), request);
+  if (!r)
+    return r.err();
+  if (!r->success)
+    return failed(request, r->error_code);
+  return std::move(r->commit_time);
+}
+
+std::string frame_bytes(const request& req) {
+  auto bytes = encode_frame(encode_request(req));
+  // A request too big for one frame cannot be sent; an empty string marks
+  // it, and exchange() answers it with the error without sending.
+  return bytes ? std::move(*bytes) : std::string{};
+}
+
+} // namespace
+
+// ---- client ----------------------------------------------------------------
+
+client::client(client_options options, connection conn, std::uint64_t id)
+    : options_(std::move(options)), conn_(std::move(conn)), client_id_(id) {}
+
+expected<client> client::connect(client_options options) {
+  if (options.timeout.count() <= 0)
+    return make_error(errc::bad_config, "client timeout must be positive, got "
+                                          + std::to_string(
+                                            options.timeout.count())
+                                          + " ms");
+  auto conn = connection::open(options.host, options.port, options.timeout);
+  if (!conn)
+    return conn.err();
+  auto id = options.client_id ? *options.client_id : random_client_id();
+  return client{std::move(options), std::move(*conn), id};
+}
+
+status client::ensure_connected() {
+  if (conn_.is_open())
+    return {};
+  auto conn = connection::open(options_.host, options_.port, options_.timeout);
+  if (!conn)
+    return conn.err();
+  conn_ = std::move(*conn);
+  return {};
+}
+
+std::optional<std::string>
+client::snapshot(std::optional<std::string> explicit_clock) {
+  if (explicit_clock)
+    return explicit_clock;
+  if (options_.session_causality)
+    return session_clock_;
+  return std::nullopt;
+}
+
+void client::absorb(const std::string& clock) {
+  if (clock.empty())
+    return;
+  if (session_clock_) {
+    auto mine = decode_clock(*session_clock_);
+    auto theirs = decode_clock(clock);
+    if (mine && theirs) {
+      mine->merge(*theirs);
+      session_clock_ = encode_clock(*mine);
+      return;
+    }
+  }
+  // First clock, or bytes that are not Tally's (an AntidoteDB server): keep
+  // the newest, which is what AntidoteDB's own clients do.
+  session_clock_ = clock;
+}
+
+std::vector<update_op>
+client::to_ops(const std::vector<counter_inc>& updates) {
+  std::vector<update_op> ops;
+  ops.reserve(updates.size());
+  for (const auto& u : updates) {
+    counter_op op;
+    op.update.delta = u.delta;
+    op.id = u.id ? *u.id : next_op_id();
+    ops.push_back(update_op{bound_object{u.key, u.type}, op});
+  }
+  return ops;
+}
+
+std::vector<expected<response>>
+client::exchange(const std::vector<std::string>& frames,
+                 std::size_t already_sent, bool retryable) {
+  std::vector<expected<response>> results;
+  results.reserve(frames.size());
+  std::size_t sent = conn_.is_open() ? already_sent : 0;
+  // Times each frame has been resent. The oldest unanswered frame has been
+  // resent at least as often as any later one, so it decides when to stop.
+  std::vector<unsigned> resent(frames.size(), 0);
+  while (results.size() < frames.size()) {
+    auto next = results.size();
+    if (sent < next) // only unsendable frames were skipped
+      sent = next;
+    if (frames[next].empty()) { // too big to frame: fail it alone
+      results.emplace_back(make_error(
+        errc::invalid_argument, "request larger than the 16 MiB frame limit"));
+      continue;
+    }
+    status st = ensure_connected();
+    auto window = options_.max_in_flight == 0 ? 1 : options_.max_in_flight;
+    for (; st && sent < frames.size() && sent - next < window; ++sent)
+      if (!frames[sent].empty())
+        st = conn_.send_bytes(frames[sent],
+                              client_clock::now() + options_.timeout);
+    if (st) {
+      auto f = conn_.receive(client_clock::now() + options_.timeout);
+      if (f) {
+        results.emplace_back(decode_response(f->code, f->body));
+        continue;
+      }
+      st = f.err();
+    }
+    auto code = st.err().code();
+    bool transient = code == errc::timeout || code == errc::unavailable;
+    auto rounds = resent[next];
+    if (!retryable || !transient || rounds >= options_.retries) {
+      auto msg = st.err().message();
+      if (code == errc::timeout && msg.find("no reply") != std::string::npos)
+        msg += " (" + std::to_string(options_.timeout.count()) + " ms)";
+      if (rounds > 0)
+        msg += "; gave up after " + std::to_string(rounds)
+               + (rounds == 1 ? " retry" : " retries");
+      while (results.size() < frames.size())
+        results.emplace_back(make_error(code, msg));
+      break;
+    }
+    // Resend everything unanswered, same bytes, same op ids: a copy that
+    // the node applied before the failure is dismissed by its FBF.
+    conn_.close();
+    ++retries_done_;
+    // A failed reconnect counts as an attempt of the oldest request too,
+    // or a node that stays down would be retried forever.
+    for (auto k = next; k < std::max(sent, next + 1); ++k)
+      ++resent[k];
+    sent = next;
+  }
+  return results;
+}
+
+expected<response> client::call(const request& req, bool retryable) {
+  auto results = exchange({frame_bytes(req)}, 0, retryable);
+  return std::move(results.front());
+}
+
+expected<std::string> client::update(const std::vector<counter_inc>& updates) {
+  static_update_objects_req req;
+  req.transaction.timestamp = snapshot(std::nullopt);
+  req.updates = to_ops(updates);
+  auto clock = commit_clock(call(req, true), "StaticUpdateObjects");
+  if (clock)
+    absorb(*clock);
+  return clock;
+}
+
+expected<read_result> client::read(const std::vector<bound_object>& objects,
+                                   std::optional<std::string> clock) {
+  static_read_objects_req req;
+  req.transaction.timestamp = snapshot(std::move(clock));
+  req.objects = objects;
+  auto result = static_read_result(call(req, true));
+  if (result)
+    absorb(result->clock);
+  return result;
+}
+
+expected<transaction> client::start(std::optional<std::string> clock) {
+  start_transaction_req req;
+  req.timestamp = snapshot(std::move(clock));
+  // Starting twice leaves at most an idle transaction that the node's timer
+  // aborts, so a start may be resent.
+  auto r = expect<start_transaction_resp>(call(req, true), "StartTransaction");
+  if (!r)
+    return r.err();
+  if (!r->success)
+    return failed("StartTransaction", r->error_code);
+  return transaction{this, std::move(r->transaction_descriptor)};
+}
+
+// ---- transaction -----------------------------------------------------------
+
+transaction::transaction(client* owner, std::string descriptor)
+    : client_(owner), descriptor_(std::move(descriptor)) {}
+
+transaction::transaction(transaction&& other) noexcept
+    : client_(other.client_),
+      descriptor_(std::move(other.descriptor_)),
+      active_(std::exchange(other.active_, false)) {}
+
+transaction& transaction::operator=(transaction&& other) noexcept {
+  if (this != &other) {
+    if (active_)
+      (void) abort();
+    client_ = other.client_;
+    descriptor_ = std::move(other.descriptor_);
+    active_ = std::exchange(other.active_, false);
+  }
+  return *this;
+}
+
+transaction::~transaction() {
+  // Best effort: an open transaction would otherwise hold its snapshot on
+  // the node until the node's timer aborts it. Skipped when the connection
+  // is gone (the node will abort it anyway).
+  if (active_ && client_->conn_.is_open())
+    (void) abort();
+}
+
+status transaction::check_active(const char* what) const {
+  if (!active_)
+    return make_error(errc::unavailable,
+                      std::string{what}
+                        + ": the transaction is over (committed, aborted or "
+                          "failed); start a new one");
+  return {};
+}
+
+expected<std::vector<std::int64_t>>
+transaction::read(const std::vector<bound_object>& objects) {
+  if (auto st = check_active("ReadObjects"); !st)
+    return st.err();
+  auto r = expect<read_objects_resp>(
+    client_->call(read_objects_req{objects, descriptor_}, false),
+    "ReadObjects");
+  if (!r) {
+    active_ = false;
+    return r.err();
+  }
+  auto values = values_of(*r, "ReadObjects");
+  if (!values)
+    active_ = false;
+  return values;
+}
+
+status transaction::update(const std::vector<counter_inc>& updates) {
+  if (auto st = check_active("UpdateObjects"); !st)
+    return st;
+  auto r = expect<operation_resp>(
+    client_->call(update_objects_req{client_->to_ops(updates), descriptor_},
+                  false),
+    "UpdateObjects");
+  if (!r || !r->success)
+    active_ = false;
+  if (!r)
+    return r.err();
+  if (!r->success)
+    return failed("UpdateObjects", r->error_code);
+  return {};
+}
+
+expected<std::string> transaction::commit() {
+  if (auto st = check_active("CommitTransaction"); !st)
+    return st.err();
+  active_ = false;
+  auto clock = commit_clock(
+    client_->call(commit_transaction_req{descriptor_}, false),
+    "CommitTransaction");
+  if (clock)
+    client_->absorb(*clock);
+  return clock;
+}
+
+status transaction::abort() {
+  if (auto st = check_active("AbortTransaction"); !st)
+    return st;
+  active_ = false;
+  auto r = expect<operation_resp>(
+    client_->call(abort_transaction_req{descriptor_}, false),
+    "AbortTransaction");
+  if (!r)
+    return r.err();
+  if (!r->success)
+    return failed("AbortTransaction", r->error_code);
+  return {};
+}
+
+// ---- pipeline --------------------------------------------------------------
+
+void pipeline::submit(const request& req) {
+  frames_.push_back(frame_bytes(req));
+  codes_.push_back(code_of(req));
+  // Send now when the connection is healthy; a failure is not reported
+  // here: collect() reconnects and resends every unanswered request.
+  auto& conn = client_->conn_;
+  if (sent_ + 1 == frames_.size() && sent_ < client_->options_.max_in_flight
+      && conn.is_open() && !frames_.back().empty()) {
+    auto deadline = client_clock::now() + client_->options_.timeout;
+    if (conn.send_bytes(frames_.back(), deadline))
+      ++sent_;
+  }
+}
+
+std::size_t pipeline::update(const std::vector<counter_inc>& updates) {
+  static_update_objects_req req;
+  req.transaction.timestamp = client_->snapshot(std::nullopt);
+  req.updates = client_->to_ops(updates);
+  submit(req);
+  return frames_.size() - 1;
+}
+
+std::size_t pipeline::read(const std::vector<bound_object>& objects,
+                           std::optional<std::string> clock) {
+  static_read_objects_req req;
+  req.transaction.timestamp = client_->snapshot(std::move(clock));
+  req.objects = objects;
+  submit(req);
+  return frames_.size() - 1;
+}
+
+std::vector<expected<read_result>> pipeline::collect() {
+  // Frames written before a failed send were on a connection that is now
+  // closed; exchange() then resends from the first.
+  auto replies = client_->exchange(frames_, sent_, true);
+  std::vector<expected<read_result>> out;
+  out.reserve(replies.size());
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (codes_[i] == msg_code::static_read_objects) {
+      auto r = static_read_result(std::move(replies[i]));
+      if (r)
+        client_->absorb(r->clock);
+      out.push_back(std::move(r));
+    } else {
+      auto clock = commit_clock(std::move(replies[i]), "StaticUpdateObjects");
+      if (!clock) {
+        out.emplace_back(clock.err());
+        continue;
+      }
+      client_->absorb(*clock);
+      out.emplace_back(read_result{{}, std::move(*clock)});
+    }
+  }
+  frames_.clear();
+  codes_.clear();
+  sent_ = 0;
+  return out;
+}
+
+} // namespace tally

@@ -1,0 +1,275 @@
+// End to end: the client library against a real tallyd, launched on a free
+// loopback port with a fresh data directory. Compiled only when CMake
+// defines TALLYD_PATH (the tallyd binary, $<TARGET_FILE:tallyd>),
+// i.e. when the tallyd target exists in the build.
+#ifdef TALLYD_PATH
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <csignal>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client.hpp"
+#include "tests/support/seeded_rng.hpp"
+
+using namespace tally;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Waits `ms` milliseconds. Only for letting a launched process start or
+/// for timing a SIGCONT; the client code under test never sleeps.
+void pause_ms(long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1'000'000};
+  while (::nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+/// A tallyd child process; killed and its data directory removed at the
+/// end.
+class tallyd_process {
+public:
+  tallyd_process() {
+    char dir[] = "/tmp/tally-client-e2e-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(dir) != nullptr);
+    dir_ = dir;
+    port_ = free_port();
+    auto port = std::to_string(port_);
+    auto data = dir_ + "/data";
+    auto log = dir_ + "/tallyd.log";
+    pid_ = ::fork();
+    BOOST_REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      std::vector<std::string> args{TALLYD_PATH, "--port", port,
+                                    "--data-dir", data, "--partitions", "8"};
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    // Wait (bounded) until it accepts connections.
+    for (int i = 0; i < 500; ++i) {
+      client_options opts;
+      opts.port = port_;
+      opts.timeout = 200ms;
+      if (client::connect(opts))
+        return;
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        std::string out;
+        if (FILE* f = std::fopen(log.c_str(), "r")) {
+          char buf[2048];
+          out.assign(buf, std::fread(buf, 1, sizeof(buf), f));
+          std::fclose(f);
+        }
+        stop();
+        BOOST_FAIL("tallyd exited at start (exit code " << WEXITSTATUS(st)
+                                                  << "): " << out);
+      }
+      pause_ms(20);
+    }
+    stop(); // a constructor that throws gets no destructor call
+    BOOST_FAIL("tallyd did not accept connections within 10 s");
+  }
+  tallyd_process(const tallyd_process&) = delete;
+  tallyd_process& operator=(const tallyd_process&) = delete;
+  ~tallyd_process() { stop(); }
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+
+private:
+  /// Ends the process and removes the data directory. Idempotent.
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGCONT);
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+      pid_ = -1;
+    }
+    if (!dir_.empty()) {
+      std::string cmd = "rm -rf '" + dir_ + "'";
+      if (std::system(cmd.c_str()) != 0)
+        BOOST_TEST_MESSAGE("could not remove " << dir_);
+      dir_.clear();
+    }
+  }
+
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+client connect_to(std::uint16_t port, std::chrono::milliseconds timeout,
+                  unsigned retries) {
+  client_options opts;
+  opts.port = port;
+  opts.timeout = timeout;
+  opts.retries = retries;
+  auto c = client::connect(opts);
+  BOOST_REQUIRE_MESSAGE(c.has_value(),
+                        (c ? std::string{} : c.err().to_string()));
+  return std::move(*c);
+}
+
+bound_object counter(std::size_t bucket, std::string key) {
+  return {object_key{"e2e-" + std::to_string(bucket), std::move(key)},
+          crdt_type::counter};
+}
+
+counter_inc inc(std::size_t bucket, std::string key, std::int64_t delta) {
+  return {object_key{"e2e-" + std::to_string(bucket), std::move(key)}, delta};
+}
+
+std::int64_t value_of(client& c, const bound_object& object) {
+  auto r = c.read({object});
+  BOOST_REQUIRE_MESSAGE(r.has_value(), (r ? std::string{} : r.err().to_string()));
+  return r->values.at(0);
+}
+
+/// The cases need the tallyd binary; a build of test_client alone may not
+/// have built it (it is not a build dependency, so a node that does not
+/// build yet cannot break the client suite).
+boost::test_tools::assertion_result
+tallyd_built(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result ok{::access(TALLYD_PATH, X_OK)
+                                         == 0};
+  if (!ok)
+    ok.message() << TALLYD_PATH << " is not built (build target tallyd)";
+  return ok;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e, *boost::unit_test::precondition(tallyd_built))
+
+BOOST_AUTO_TEST_CASE(static_pipelined_and_interactive_updates_sum_exactly) {
+  tallyd_process node;
+  test::seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    auto c = connect_to(node.port(), 2000ms, 2);
+    // The node keeps one FBF per partition and bucket, sized for a modest
+    // rate (6250 bits): spreading the updates over buckets keeps each
+    // filter's false-positive rate negligible, so a lost update here means
+    // a bug, not a Bloom filter false positive (docs/CLIENT.md).
+    const std::size_t buckets = 64;
+    std::vector<std::int64_t> x(buckets, 0), y(buckets, 0);
+    std::vector<bound_object> xs, ys;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      xs.push_back(counter(b, "x"));
+      ys.push_back(counter(b, "y"));
+    }
+    for (int i = 0; i < 100; ++i) {
+      auto b = rng.uniform(0, buckets - 1);
+      auto d = rng.uniform_signed(-1000, 1000);
+      BOOST_REQUIRE(c.update({inc(b, "x", d)}));
+      x[b] += d;
+    }
+    auto p = c.make_pipeline();
+    for (int i = 0; i < 500; ++i) {
+      auto b = rng.uniform(0, buckets - 1);
+      auto d = rng.uniform_signed(-1000, 1000);
+      p.update({inc(b, "x", d), inc(b, "y", 1)});
+      x[b] += d;
+      ++y[b];
+    }
+    for (auto& r : p.collect())
+      BOOST_REQUIRE_MESSAGE(r.has_value(),
+                            (r ? std::string{} : r.err().to_string()));
+    auto rx = c.read(xs); // one snapshot, after the session's commits
+    auto ry = c.read(ys);
+    BOOST_REQUIRE(rx.has_value() && ry.has_value());
+    BOOST_TEST(rx->values == x, boost::test_tools::per_element());
+    BOOST_TEST(ry->values == y, boost::test_tools::per_element());
+
+    auto tx = c.start();
+    BOOST_REQUIRE(tx.has_value());
+    BOOST_REQUIRE(tx->update({inc(0, "x", 7), inc(1, "y", -2)}));
+    auto seen = tx->read({counter(0, "x"), counter(1, "y")});
+    BOOST_REQUIRE(seen.has_value());
+    BOOST_TEST(*seen == (std::vector<std::int64_t>{x[0] + 7, y[1] - 2}),
+               boost::test_tools::per_element());
+    BOOST_REQUIRE(tx->commit());
+    x[0] += 7;
+    y[1] -= 2;
+    auto r = c.read({counter(0, "x"), counter(1, "y")});
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST(r->values == (std::vector<std::int64_t>{x[0], y[1]}),
+               boost::test_tools::per_element());
+    // An aborted transaction leaves nothing.
+    auto tx2 = c.start();
+    BOOST_REQUIRE(tx2.has_value());
+    BOOST_REQUIRE(tx2->update({inc(0, "x", 1000000)}));
+    BOOST_REQUIRE(tx2->abort());
+    BOOST_TEST(value_of(c, counter(0, "x")) == x[0]);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_update_resent_with_its_op_ids_is_applied_once) {
+  tallyd_process node;
+  auto c = connect_to(node.port(), 2000ms, 3);
+  auto id = c.next_op_id();
+  counter_inc u{object_key{"e2e-once", "k"}, 5, crdt_type::counter, id};
+  BOOST_REQUIRE(c.update({u}));
+  BOOST_REQUIRE(c.update({u})); // acknowledged, dismissed by the FBF
+  BOOST_TEST(value_of(c, {object_key{"e2e-once", "k"}, crdt_type::counter})
+             == 5);
+}
+
+BOOST_AUTO_TEST_CASE(retries_across_a_paused_node_apply_each_update_once) {
+  tallyd_process node;
+  auto c = connect_to(node.port(), 200ms, 5); // retry window 2 s < R = 5 s
+  BOOST_REQUIRE(c.update({inc(100, "paused", 1)}));
+  // Pause the node; a helper resumes it after ~2 client timeouts, so the
+  // first send has been received (and will be applied) and resent at
+  // least once.
+  ::kill(node.pid(), SIGSTOP);
+  pid_t helper = ::fork();
+  BOOST_REQUIRE(helper >= 0);
+  if (helper == 0) {
+    pause_ms(450);
+    ::kill(node.pid(), SIGCONT);
+    ::_exit(0);
+  }
+  auto clock = c.update({inc(100, "paused", 10)});
+  int st = 0;
+  ::waitpid(helper, &st, 0);
+  BOOST_REQUIRE_MESSAGE(clock.has_value(),
+                        (clock ? std::string{} : clock.err().to_string()));
+  BOOST_TEST(c.retries_done() >= 1u);
+  BOOST_TEST(value_of(c, counter(100, "paused")) == 11);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#endif // TALLYD_PATH
