@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Sets up Tally and runs its main job on the embedded defaults.
-# Until tallyd lands (issue: "A tallyd node"), the main job is tally-demo:
-# exactly-once counters through a Forgetful Bloom Filter under client
-# retries, Bloom-clock causality checks, and key placement on the ring.
+# Sets up Tally and runs its main job on the embedded defaults: one tallyd
+# node with its data in ./data, serving AntidoteDB's protocol on
+# 127.0.0.1:8087. Extra arguments go to tallyd (see `tallyd --help`).
+# Stop it with Ctrl-C (SIGINT) or SIGTERM: it flushes and exits cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec build/bin/tally-demo "$@"
+exec build/bin/tallyd --data-dir ./data "$@"
