@@ -116,7 +116,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   for (std::size_t i = 0; i < cores.size(); ++i)
     ctx->partitions.push_back(spawn_partition(sys, std::move(cores[i]),
                                               cfg.detached_partitions,
-                                              &ctx->board->blocked_from[i]));
+                                              board_slot(ctx->board, i)));
   ctx->tx_manager = spawn_tx_manager(sys, ctx);
   self->actors_ = ctx->partitions;
   self->actors_.push_back(ctx->tx_manager);

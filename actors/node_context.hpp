@@ -44,6 +44,13 @@ struct safe_board {
   std::vector<std::atomic<std::uint64_t>> blocked_from;
 };
 
+/// Slot `i` of `board`, sharing the board's ownership (aliasing
+/// shared_ptr): a partition thread that outlives the node keeps it alive.
+inline std::shared_ptr<std::atomic<std::uint64_t>>
+board_slot(const std::shared_ptr<safe_board>& board, std::size_t i) {
+  return {board, &board->blocked_from[i]};
+}
+
 struct node_context {
   std::vector<caf::actor> partitions; // index = partition index
   std::uint32_t q = 64;

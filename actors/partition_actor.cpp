@@ -35,7 +35,7 @@ struct partition_state {
   std::vector<waiting_read> reads;
   bool flush_scheduled = false;
   bool retry_scheduled = false;
-  std::atomic<std::uint64_t>* slot = nullptr; // node_context::board
+  std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
   static inline const char* name = "partition";
 };
 
@@ -127,9 +127,9 @@ void retry_reads(partition_self self) {
 
 caf::behavior partition_fn(partition_self self,
                            std::shared_ptr<std::unique_ptr<partition_core>> box,
-                           std::atomic<std::uint64_t>* slot) {
+                           std::shared_ptr<std::atomic<std::uint64_t>> slot) {
   self->state.core = std::move(*box);
-  self->state.slot = slot;
+  self->state.slot = std::move(slot);
   publish(self);
   self->set_exit_handler([self](caf::exit_msg& msg) {
     if (self->state.core->has_staged())
@@ -204,7 +204,7 @@ caf::behavior partition_fn(partition_self self,
 caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
                            bool detached,
-                           std::atomic<std::uint64_t>* board_slot) {
+                           std::shared_ptr<std::atomic<std::uint64_t>> board_slot) {
   auto box = std::make_shared<std::unique_ptr<partition_core>>(std::move(core));
   if (!detached)
     return sys.spawn(partition_fn, box, board_slot);

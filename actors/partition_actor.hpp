@@ -30,9 +30,12 @@ class partition_core;
 
 /// Spawns the partition actor owning `core`: detached (own thread, the
 /// default) or on the shared scheduler (kept for measurements only).
+/// `board_slot` is where it publishes blocked_from() (node_context::board);
+/// the actor shares ownership of it, so the board outlives every partition
+/// thread even when the node is torn down after a failed start.
 caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
                            bool detached = true,
-                           std::atomic<std::uint64_t>* board_slot = nullptr);
+                           std::shared_ptr<std::atomic<std::uint64_t>> board_slot = nullptr);
 
 } // namespace tally

@@ -52,7 +52,7 @@ struct fixture {
       auto core = partition_core::open(o);
       BOOST_REQUIRE(core);
       ctx->partitions.push_back(spawn_partition(
-        sys, std::move(*core), false, &ctx->board->blocked_from[i]));
+        sys, std::move(*core), false, board_slot(ctx->board, i)));
     }
     ctx->tx_manager = spawn_tx_manager(sys, ctx);
   }
