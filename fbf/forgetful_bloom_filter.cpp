@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -174,6 +175,8 @@ forgetful_bloom_filter::forgetful_bloom_filter(const fbf_config& cfg,
       period_(cfg.refresh_period),
       clock_(cfg.start),
       scheduled_refresh_(cfg.start + cfg.refresh_period),
+      period_start_(cfg.start),
+      mark_at_(cfg.start),
       next_adapt_(cfg.start + cfg.adapt_interval) {}
 
 // --- hot path ---------------------------------------------------------------
@@ -279,6 +282,8 @@ status forgetful_bloom_filter::advance(fbf_time now) {
       clock_ = a;
       adapt(a);
       next_adapt_ = a + cfg_.adapt_interval;
+      mark_at_ = a;
+      mark_own_ = slots_[0].filter.element_count();
     }
   }
   clock_ = now;
@@ -289,10 +294,18 @@ void forgetful_bloom_filter::refresh(fbf_time at) {
   // Sec. III-C: the oldest filter is dropped, every other moves one place
   // older, the old future becomes the present, and a new empty future is
   // added. The dropped filter's storage is reused as the new future.
+  // The future's own period ends here: record E for the shared-period model.
+  slots_[0].own = slots_[0].filter.element_count();
+  const auto length = std::max<fbf_duration::rep>(1, (at - period_start_).count());
+  last_rate_ = static_cast<double>(slots_[0].own) / static_cast<double>(length);
+  period_start_ = at;
+  mark_at_ = at;
+  mark_own_ = 0;
   std::rotate(slots_.rbegin(), slots_.rbegin() + 1, slots_.rend());
   slot& future = slots_[0];
   future.filter.clear();
   future.born_past = false;
+  future.own = 0;
   future.present_since = at;
   slots_[1].present_since = at;
   scheduled_refresh_ = at + period_;
@@ -327,6 +340,10 @@ bool forgetful_bloom_filter::skip_idle_refreshes(fbf_time now) {
   const std::uint64_t skip = due - keep;
   scheduled_refresh_ = first + period_ * static_cast<fbf_duration::rep>(skip);
   clock_ = scheduled_refresh_ - period_; // the last skipped refresh
+  period_start_ = clock_;
+  mark_at_ = clock_;
+  mark_own_ = 0;
+  last_rate_ = 0.0; // the skipped periods were empty
   refreshes_ += skip;
   if (cfg_.adaptive && next_adapt_ < scheduled_refresh_) {
     // Skip the no-op adaptations before the first refresh that will run; one
@@ -341,7 +358,7 @@ bool forgetful_bloom_filter::skip_idle_refreshes(fbf_time now) {
 // --- adaptation (Sec. III-E, Algorithm 3) -----------------------------------
 
 double forgetful_bloom_filter::current_fpp() const {
-  const expected<double> p = fbf_false_positive_probability(m_, k_, loads());
+  const expected<double> p = fbf_shared_period_fpp(m_, k_, periods());
   // Cannot fail: make() validated m and k, N >= 1, and only past filters are
   // ever born-past. Were it to, 1 ("everything looks like a member") is the
   // answer that makes Algorithm 3 grow the FBF rather than shrink it.
@@ -349,12 +366,132 @@ double forgetful_bloom_filter::current_fpp() const {
   return p.has_value() ? *p : 1.0;
 }
 
+namespace {
+
+double model_or_one(std::uint64_t m, unsigned k,
+                    const std::vector<filter_periods>& v) {
+  const expected<double> p = fbf_shared_period_fpp(m, k, v);
+  assert(p.has_value()); // as in current_fpp()
+  return p.has_value() ? *p : 1.0;
+}
+
+} // namespace
+
+double forgetful_bloom_filter::arrival_rate(fbf_time at) const noexcept {
+  const std::uint64_t own = slots_[0].filter.element_count();
+  const fbf_duration elapsed = at - period_start_;
+  const fbf_duration interval = cfg_.adaptive ? cfg_.adapt_interval : period_;
+  double rate = 0.0;
+  if (elapsed >= interval) {
+    rate = static_cast<double>(own) / static_cast<double>(elapsed.count());
+  } else {
+    // A young period: its own rate is noise (a few ids over a few ms), so
+    // the last period's rate is the floor.
+    rate = std::max(last_rate_, static_cast<double>(own)
+                                    / static_cast<double>(interval.count()));
+  }
+  // The rate since the last adaptation, when that spans half an interval:
+  // on a rising load it is above the period's average.
+  const fbf_duration recent = at - mark_at_;
+  if (recent * 2 >= interval && recent.count() > 0 && own >= mark_own_)
+    rate = std::max(rate, static_cast<double>(own - mark_own_)
+                              / static_cast<double>(recent.count()));
+  return rate;
+}
+
+std::uint64_t
+forgetful_bloom_filter::projected_future_own(fbf_time at) const noexcept {
+  const std::uint64_t own = slots_[0].filter.element_count();
+  if (at <= clock_)
+    return own;
+  const double more =
+      arrival_rate(clock_) * static_cast<double>((at - clock_).count());
+  return own + static_cast<std::uint64_t>(std::llround(more));
+}
+
+double forgetful_bloom_filter::fpp_with_future_own(std::uint64_t future_own) const {
+  std::vector<filter_periods> v = periods();
+  const std::uint64_t extra = future_own - std::min(future_own, v[0].own);
+  v[0].elements += extra; // Algorithm 1: the future and the present get them
+  v[0].own += extra;
+  v[1].elements += extra;
+  return model_or_one(m_, k_, v);
+}
+
+double forgetful_bloom_filter::fpp_after_refresh_with(std::uint64_t future_own) const {
+  std::vector<filter_periods> v = periods();
+  const std::uint64_t extra = future_own - std::min(future_own, v[0].own);
+  v[0].elements += extra;
+  v[0].own += extra;
+  v[1].elements += extra;
+  // The refresh (Sec. III-C): a new empty future, every filter one older,
+  // the oldest dropped.
+  v.pop_back();
+  v.insert(v.begin(), filter_periods{0, 0, false});
+  const double after = model_or_one(m_, k_, v);
+  // Every filter is checked alone once it is the oldest (unless a
+  // scale-down removes it first). A heavy filter behind the oldest would
+  // raise the FPP later, when nothing but its drop can lower it, so the
+  // prediction also puts the heaviest filter in the oldest's place.
+  std::size_t oldest = 1;
+  std::uint64_t heaviest = 0;
+  for (std::size_t i = 1; i < v.size() && !v[i].born_past; ++i) {
+    oldest = i;
+    heaviest = std::max(heaviest, v[i].elements);
+  }
+  if (heaviest == v[oldest].elements)
+    return after;
+  v[oldest].elements = heaviest;
+  v[oldest].own = std::min(v[oldest].own, heaviest);
+  return std::max(after, model_or_one(m_, k_, v));
+}
+
+double forgetful_bloom_filter::steady_fpp(double rate, fbf_duration t) const {
+  const auto e = static_cast<std::uint64_t>(
+      std::llround(rate * static_cast<double>(t.count())));
+  // Every filter full: the future holds one period, the others two.
+  std::vector<filter_periods> v(slots_.size(), filter_periods{2 * e, e, false});
+  v[0].elements = e;
+  return model_or_one(m_, k_, v);
+}
+
+double forgetful_bloom_filter::predicted_fpp_after_refresh(fbf_time at) const {
+  return fpp_after_refresh_with(projected_future_own(at));
+}
+
 void forgetful_bloom_filter::adapt(fbf_time at) {
-  const double fpp = current_fpp();
-  if (fpp >= scale_up_threshold * cfg_.target_fpp)
+  // Algorithm 3 (Sec. III-E), acting on the worst of the FPP now and the FPP
+  // the FBF will have around the next adaptation: just before it (the future
+  // and present filled at the current rate) and just after a refresh then
+  // (the present, with both its periods, becomes a past filter). The paper's
+  // curFPP alone sees the jump at a refresh only once it happened
+  // (docs/FBF.md, "Adaptation", deviation 1).
+  const double up = scale_up_threshold * cfg_.target_fpp;
+  const double down = scale_down_threshold * cfg_.target_fpp;
+  const std::uint64_t own_now = slots_[0].filter.element_count();
+  // The horizon is two intervals: a refresh can only be decided at an
+  // adaptation, so deciding now covers the ids until the next one, and the
+  // second interval absorbs a rate that is still rising.
+  const std::uint64_t own_next =
+      projected_future_own(at + 2 * cfg_.adapt_interval);
+  const double after_next = fpp_after_refresh_with(own_next);
+  // Both on the layout before any scale-up: born-past filters appended by
+  // it would move the heaviest-filter substitution to another pair.
+  const double after_now = fpp_after_refresh_with(own_now);
+  const double worst =
+      std::max({current_fpp(), fpp_with_future_own(own_next), after_next});
+  if (worst >= up) {
     scale_up(at);
-  else if (fpp <= scale_down_threshold * cfg_.target_fpp)
+    // Deviation 2: waiting for the next adaptation would let the refresh
+    // push the FPP over the threshold; refresh now, while the present filter
+    // is lighter, if that is better. The safety rule still applies:
+    // next_refresh() postpones it while the oldest filter holds ids younger
+    // than the retry timeout.
+    if (after_next >= up && after_now < after_next)
+      scheduled_refresh_ = std::min(scheduled_refresh_, at);
+  } else if (worst <= down) {
     scale_down(at);
+  }
 }
 
 void forgetful_bloom_filter::scale_up(fbf_time at) {
@@ -377,13 +514,26 @@ void forgetful_bloom_filter::scale_up(fbf_time at) {
   const fbf_duration t = std::max(
       {period_ - cfg_.refresh_step, cfg_.min_refresh_period, floor_for_window});
   period_ = std::min(t, period_);
+  // Deviation 3 (docs/FBF.md, "Adaptation"): the shorter t applies to the
+  // current period at once; if the period is already longer, the refresh is
+  // due now (next_refresh() keeps the safety rule).
+  scheduled_refresh_ = std::min(scheduled_refresh_, period_start_ + period_);
 }
 
 forgetful_bloom_filter::shrink_plan
-forgetful_bloom_filter::plan_scale_down(fbf_time at) const noexcept {
+forgetful_bloom_filter::plan_scale_down(fbf_time at) const {
   // increaseRefreshPeriod(): t -> t + step, at most max_refresh_period.
-  const fbf_duration t =
+  // Deviation 4 (docs/FBF.md, "Adaptation"): only while a steady load at the
+  // current rate would keep the FPP <= 0.1 * target with the longer t, so t
+  // does not drift up in a lull and then hold too many ids per filter.
+  const fbf_duration longer =
       std::min(period_ + cfg_.refresh_step, cfg_.max_refresh_period);
+  const fbf_duration t =
+      longer != period_
+              && steady_fpp(arrival_rate(at), longer)
+                     <= scale_down_threshold * cfg_.target_fpp
+          ? longer
+          : period_;
   // scaleDownFilters(): remove the oldest past filter, unless that would
   //  - go below min_past_filters,
   //  - make the window N*t (N-1 pasts) shorter than the retry timeout
@@ -421,6 +571,15 @@ std::vector<std::uint64_t> forgetful_bloom_filter::element_counts() const {
   out.reserve(slots_.size());
   for (const slot& s : slots_)
     out.push_back(s.filter.element_count());
+  return out;
+}
+
+std::vector<filter_periods> forgetful_bloom_filter::periods() const {
+  std::vector<filter_periods> out;
+  out.reserve(slots_.size());
+  for (const slot& s : slots_)
+    out.push_back({s.filter.element_count(), s.own, s.born_past});
+  out[0].own = out[0].elements; // the future's own period is still running
   return out;
 }
 

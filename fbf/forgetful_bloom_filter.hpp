@@ -137,18 +137,30 @@ public:
   /// (Sec. III-C) and, if adaptive, every adaptation (Algorithm 3, one per
   /// adapt_interval since start) that is due at or before `now`; a refresh
   /// and an adaptation due at the same time run refresh first. Refreshes are
-  /// due every t after the previous one (a change of t applies from the next
-  /// period on), and are postponed while the oldest filter still holds an id
-  /// inserted less than retry_timeout ago (docs/FBF.md, "The window"). Cost
+  /// due every t after the previous one (a longer t applies from the next
+  /// period on; a shorter one, and an early refresh decided by the
+  /// adaptation, at once: docs/FBF.md, "Adaptation"), and are postponed while
+  /// the oldest filter still holds an id inserted less than retry_timeout ago
+  /// (docs/FBF.md, "The window"). Cost
   /// is linear in the events due, except that a long idle gap (all filters
   /// empty, adaptation settled) is skipped in O(N).
   /// Errors: errc::invalid_argument if now is earlier than the clock (the
   /// state is unchanged; pass a monotonic clock).
   status advance(fbf_time now);
 
-  /// Equation 3, generalized to born-past filters, for the current element
-  /// counts: the estimate Algorithm 3 compares with target_fpp.
+  /// The shared-period model (fbf_shared_period_fpp, Tally's correction of
+  /// Equation 3 for N >= 2) of the current filters: what Algorithm 3 compares
+  /// with target_fpp. Equation 3 itself, as the paper prints it, is
+  /// fbf_false_positive_probability(bits_per_filter(), hash_count(), loads()).
   double current_fpp() const;
+
+  /// The shared-period model of the FBF just after a refresh at `at`
+  /// (>= clock()), assuming ids keep arriving at the current period's rate
+  /// until then: what the adaptation acts on besides current_fpp()
+  /// (docs/FBF.md, "Adaptation"). The lone check of the oldest filter is
+  /// replaced by the heaviest filter's lone check if that is higher: every
+  /// filter is the oldest one day, unless it is removed.
+  double predicted_fpp_after_refresh(fbf_time at) const;
 
   // Accessors for the owner and for experiments.
 
@@ -177,8 +189,11 @@ public:
   bool is_born_past(std::size_t i) const noexcept;
   /// l_i per filter, in filter order.
   std::vector<std::uint64_t> element_counts() const;
-  /// l_i and the born-past mark per filter: the input of current_fpp().
+  /// l_i and the born-past mark per filter: the input of Equation 3.
   std::vector<filter_load> loads() const;
+  /// l_i, own period count E_i and born-past mark per filter: the input of
+  /// current_fpp().
+  std::vector<filter_periods> periods() const;
   const fbf_config& config() const noexcept { return cfg_; }
 
 private:
@@ -189,6 +204,9 @@ private:
     /// is dropped. Meaningless while the filter is empty.
     fbf_time present_since;
     bool born_past;
+    /// E_i: ids inserted while this filter was the future one, recorded when
+    /// it stopped being the future (for the future itself: its count).
+    std::uint64_t own = 0;
   };
 
   /// What one additive decrease (Algorithm 3, second branch) would do.
@@ -207,9 +225,22 @@ private:
   void refresh(fbf_time at);
   void adapt(fbf_time at);
   void scale_up(fbf_time at);
-  shrink_plan plan_scale_down(fbf_time at) const noexcept;
+  shrink_plan plan_scale_down(fbf_time at) const;
   void scale_down(fbf_time at);
   bool skip_idle_refreshes(fbf_time now);
+  /// Ids per millisecond expected until the next refresh: the current
+  /// period's rate, or the last period's while the current one is younger
+  /// than one adapt interval (fewer than one interval of arrivals).
+  double arrival_rate(fbf_time at) const noexcept;
+  /// The future filter's own count expected at `at`.
+  std::uint64_t projected_future_own(fbf_time at) const noexcept;
+  /// The shared-period model of the current layout with the future's own
+  /// count raised to `future_own` (the present gets the same ids).
+  double fpp_with_future_own(std::uint64_t future_own) const;
+  double fpp_after_refresh_with(std::uint64_t future_own) const;
+  /// The shared-period model at a steady `rate` (ids per ms) with period t
+  /// and the current number of filters: whether a longer t is safe.
+  double steady_fpp(double rate, fbf_duration t) const;
 
   fbf_config cfg_;
   std::uint64_t m_;
@@ -219,6 +250,14 @@ private:
   fbf_time clock_;
   /// last refresh + the period in force at that refresh.
   fbf_time scheduled_refresh_;
+  /// When the current period began (the last refresh, or start).
+  fbf_time period_start_;
+  /// Ids per ms of the last completed period (0 before the first refresh).
+  double last_rate_ = 0.0;
+  /// The clock and the future's count after the last adaptation (or at the
+  /// last refresh, whichever is later): the recent arrival rate.
+  fbf_time mark_at_;
+  std::uint64_t mark_own_ = 0;
   fbf_time next_adapt_;
   std::uint64_t refreshes_ = 0;
 };

@@ -55,4 +55,34 @@ struct filter_load {
 expected<double> fbf_false_positive_probability(
     std::uint64_t m, unsigned k, const std::vector<filter_load>& filters);
 
+/// One constituent filter as the shared-period model sees it.
+struct filter_periods {
+  std::uint64_t elements; // l_i, every id the filter holds
+  /// E_i: the ids inserted while this filter was the future one (its "own"
+  /// refresh period). They went into this filter and into the filter then
+  /// present, which is its older neighbour (Algorithm 1). The future filter's
+  /// own count is its element count.
+  std::uint64_t own;
+  bool born_past; // as in filter_load
+};
+
+/// The shared-period model: Tally's correction of Equation 3 for N >= 2,
+/// with the checks of the generalized Equation 3 (one factor per check that
+/// contains() performs, combined as 1 - prod(1 - phi), paper Sec. IV).
+/// Equation 3 multiplies p(B_i) p(B_i+1) for an adjacent pair, as if the two
+/// filters were independent; but filter i holds E_i and E_{i-1} (its future
+/// and present periods) and filter i+1 holds E_{i+1} and E_i, so the pair
+/// shares the E_i ids. With q(n) = e^{-k n / m}, the probability that a given
+/// bit is still 0 after n ids, a bit is set in both filters with probability
+///   s = (1 - q(S)) + q(S) (1 - q(A)) (1 - q(B)),
+/// S = E_i (shared), A = l_i - S, B = l_{i+1} - S, and the pair check fails
+/// for an absent element with probability s^k. Lone checks (the future, the
+/// oldest, a filter before born-past ones) are Equation 1 of l_i, as in
+/// Equation 3. The pair whose older filter is checked alone is left out:
+/// every hit of it is a hit of that lone check (Equation 3 counts it
+/// twice). docs/FBF.md, "The model".
+/// Errors: as the generalized Equation 3.
+expected<double> fbf_shared_period_fpp(std::uint64_t m, unsigned k,
+                                       const std::vector<filter_periods>& filters);
+
 } // namespace tally

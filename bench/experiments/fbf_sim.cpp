@@ -75,6 +75,13 @@ bool bit_at(const bloom_filter& f, std::uint64_t j) noexcept {
   return f.contains(p);
 }
 
+// Equation 3 of the paper (generalized to born-past filters) on f's counts.
+double equation3(const forgetful_bloom_filter& f) {
+  const auto p =
+      fbf_false_positive_probability(f.bits_per_filter(), f.hash_count(), f.loads());
+  return p.has_value() ? *p : std::numeric_limits<double>::quiet_NaN();
+}
+
 status increment(pn_counter& c) {
   auto effect = c.prepare(counter_update{1});
   if (!effect)
@@ -332,7 +339,8 @@ expected<std::vector<fpp_point>> replay(const workload& w,
         read(check_kind::simple, pt.simple);
       if (p.checks.prototype)
         read(check_kind::prototype, pt.prototype);
-      pt.model += f.current_fpp() / reps;
+      pt.model += equation3(f) / reps;
+      pt.corrected += f.current_fpp() / reps;
       if (r == 0)
         pt.loads = f.element_counts();
     }
@@ -378,9 +386,13 @@ expected<std::vector<adaptive_point>> run_adaptive(const adaptive_params& p) {
       if (f.contains(inserted_id(salt, j))
           && !prototype_contains(f, inserted_id(salt, j)))
         ++pt.prototype_forgotten;
-    pt.model = f.current_fpp();
+    pt.model = equation3(f);
+    pt.corrected = f.current_fpp();
+    pt.predicted = f.predicted_fpp_after_refresh(f.next_refresh());
     pt.filters = f.filter_count();
     pt.period = seconds_of(f.refresh_period());
+    pt.refreshes = f.refresh_count();
+    pt.loads = f.element_counts();
     out.push_back(std::move(pt));
   }
   return out;

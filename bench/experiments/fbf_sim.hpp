@@ -96,7 +96,9 @@ struct fpp_point {
   double time = 0; // seconds since the workload started
   double x = 0;    // what the figure plots it against (ops/s, elements, bits)
   fpp_reading optimized, simple, prototype;
-  double model = 0; // mean Equation 3 (forgetful_bloom_filter::current_fpp)
+  double model = 0; // mean Equation 3 (fbf_false_positive_probability)
+  /// Mean shared-period model (forgetful_bloom_filter::current_fpp).
+  double corrected = 0;
   /// Elements per filter (future, present, pasts) in the first repetition.
   std::vector<std::uint64_t> loads;
 };
@@ -187,9 +189,16 @@ struct adaptive_point {
   /// Algorithm 2 no longer finds (Tally's check finds every one): the
   /// duplicates a prototype FBF would let through.
   std::uint64_t prototype_forgotten = 0;
-  double model = 0; // Equation 3, what Algorithm 3 compares with the target
+  double model = 0;     // Equation 3 as the paper prints it
+  double corrected = 0; // current_fpp(): the shared-period model
+  /// predicted_fpp_after_refresh(next refresh): what the adaptation also
+  /// acts on.
+  double predicted = 0;
   std::size_t filters = 0;
   double period = 0; // refresh period t in seconds
+  std::uint64_t refreshes = 0; // refreshes so far
+  /// Elements per filter (future, present, pasts).
+  std::vector<std::uint64_t> loads;
 };
 
 expected<std::vector<adaptive_point>> run_adaptive(const adaptive_params& p);

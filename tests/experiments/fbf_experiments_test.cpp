@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bench/experiments/fbf_sim.hpp"
@@ -53,6 +54,13 @@ fpp_point steady(const fbf_config& cfg, double rate, double seconds,
   p.checks = checks;
   p.seed = experiment_seed();
   return value_of(replay(w, p)).front();
+}
+
+std::string loads_text(const std::vector<std::uint64_t>& loads) {
+  std::string out;
+  for (std::uint64_t l : loads)
+    out += std::to_string(l) + " ";
+  return out;
 }
 
 } // namespace
@@ -190,10 +198,13 @@ BOOST_AUTO_TEST_CASE(adaptive_fbf_scales_up_near_the_target_and_down_when_load_s
   BOOST_TEST(pts.back().period == 11.0);
 }
 
-BOOST_AUTO_TEST_CASE(printed_algorithm_2_stays_under_the_target_only_by_forgetting_recent_ids) {
-  // Fig. 13 as the paper shows it (FPP brought back under the target after a
-  // scale-up) is what the printed Algorithm 2 reports on Tally's FBF, while
-  // it no longer finds ids inserted less than one window ago.
+BOOST_AUTO_TEST_CASE(printed_algorithm_2_is_not_needed_to_stay_under_the_target) {
+  // With Eq. 3 and the paper's controller, only the printed Algorithm 2 (no
+  // lone check of the oldest filter for N >= 2, which forgets ids early:
+  // printed_algorithm_2_forgets_an_id_the_optimized_check_keeps) kept this
+  // run under the target. With the shared-period model and the predictive
+  // controller (docs/FBF.md, "Adaptation") Tally's check stays under it
+  // with t <= 11 s too; the printed check reads no more.
   adaptive_params p;
   p.fbf = paper_fbf(m, k, 1, 11s);
   p.fbf.adaptive = true;
@@ -213,19 +224,15 @@ BOOST_AUTO_TEST_CASE(printed_algorithm_2_stays_under_the_target_only_by_forgetti
     worst_tally = std::max(worst_tally, pt.optimized.measured());
     forgotten += pt.prototype_forgotten;
   }
-  BOOST_TEST(worst_printed < p.fbf.target_fpp * 1.2);
-  BOOST_TEST(forgotten > 0u);
-  BOOST_TEST(worst_tally > p.fbf.target_fpp); // see the disabled test below
+  BOOST_TEST_MESSAGE("printed Algorithm 2 " << worst_printed << ", Tally "
+                     << worst_tally << ", forgotten " << forgotten);
+  BOOST_TEST(worst_printed <= worst_tally);
+  BOOST_TEST(worst_tally < p.fbf.target_fpp);
 }
 
-// Disabled until fbf/ changes: on the paper's Fig. 13 load Tally's adaptive
-// FBF stays above its target for most of the run (docs/EXPERIMENTS.md,
-// "fbf-adaptive": the FPP after a refresh is set before Algorithm 3 can
-// react, a scale-up keeps the heavy oldest filter checked alone for N more
-// refreshes, Equation 3 underestimates once N >= 2). Enable with
-// --run_test=experiments/adaptive_fbf_stays_under_its_target.
-BOOST_AUTO_TEST_CASE(adaptive_fbf_stays_under_its_target,
-                     *boost::unit_test::disabled()) {
+// Fig. 13's claim, with Tally's check and controller (docs/FBF.md,
+// "Adaptation"): on the paper's load the FPP never reaches the target.
+BOOST_AUTO_TEST_CASE(adaptive_fbf_stays_under_its_target) {
   adaptive_params p;
   p.fbf = paper_fbf(m, k, 1, 11s);
   p.fbf.adaptive = true;
@@ -235,8 +242,17 @@ BOOST_AUTO_TEST_CASE(adaptive_fbf_stays_under_its_target,
   p.sample_every = 1;
   p.probes = 20'000;
   p.seed = experiment_seed();
-  for (const adaptive_point& pt : value_of(run_adaptive(p)))
+  double worst = 0;
+  for (const adaptive_point& pt : value_of(run_adaptive(p))) {
     BOOST_TEST(pt.optimized.measured() < p.fbf.target_fpp, "at " << pt.time << " s");
+    BOOST_TEST_MESSAGE(pt.time << " s: " << pt.rate << " ops/s, measured "
+                       << pt.optimized.measured() << ", model " << pt.corrected
+                       << ", predicted " << pt.predicted << ", filters "
+                       << pt.filters << ", t " << pt.period << ", refreshes "
+                       << pt.refreshes << ", loads " << loads_text(pt.loads));
+    worst = std::max(worst, pt.optimized.measured());
+  }
+  BOOST_TEST_MESSAGE("highest measured FPP / target: " << worst / p.fbf.target_fpp);
 }
 
 BOOST_AUTO_TEST_CASE(fbf_counter_is_exact_under_retries_while_the_plain_one_over_counts) {

@@ -43,20 +43,54 @@ BOOST_AUTO_TEST_SUITE(fbf)
 BOOST_AUTO_TEST_CASE(adaptation_doubles_the_filters_and_shortens_the_period_near_target) {
   // Algorithm 3, first branch, as in the paper's Fig. 13: 3 filters become 6
   // (a 4-FBF) and t drops by one step.
+  // The ids arrived at 0 s; projected at that rate to the next adaptation,
+  // the FPP after a refresh would exceed the threshold, so the FBF also
+  // refreshes at once (docs/FBF.md, "Adaptation"): the born-past filters
+  // appended behind the oldest have moved one place.
   auto f = make_fbf(adaptive(1, 5s, 5s, 1e-3));
   load_until(f, 0.9e-3, 1);
   advance_ok(f, at_s(1));
   BOOST_TEST(f.filter_count() == 6u);
   BOOST_TEST(f.past_filter_count() == 4u);
   BOOST_TEST(f.refresh_period().count() == fbf_duration{4s}.count());
+  BOOST_TEST(f.refresh_count() == 1u);
+  BOOST_TEST((f.next_refresh() == at_s(5)));
   for (std::size_t i = 0; i < 6; ++i)
-    BOOST_TEST(f.is_born_past(i) == (i >= 3), "filter " << i);
+    BOOST_TEST(f.is_born_past(i) == (i >= 4), "filter " << i);
+}
+
+BOOST_AUTO_TEST_CASE(adaptation_acts_on_the_fpp_predicted_after_the_next_refresh) {
+  // N = 1: the present filter holds two periods of ids once the refresh
+  // makes it the oldest, checked alone. Its FPP now (paired) is far below
+  // the target, its FPP after the refresh is not: the FBF refreshes early.
+  fbf_config c = adaptive(1, 10s, 1s, 1e-2);
+  auto f = make_fbf(c);
+  std::uint64_t next = 0;
+  // 50 ids/s. At 10 s the first refresh makes the 500 ids of period 0 the
+  // past filter's; the present gets period 1's ids on top. By about 12 s it
+  // would hold ~600 ids (p ~ 0.009 alone) by the next adaptation.
+  for (std::int64_t ms = 0; ms < 16'000; ms += 100) {
+    advance_ok(f, at_ms(ms));
+    for (int i = 0; i < 5; ++i)
+      (void)f.insert(element(31, next++));
+    BOOST_TEST_REQUIRE(f.current_fpp() < 0.9 * c.target_fpp, "at " << ms << " ms");
+  }
+  BOOST_TEST(f.refresh_count() >= 2u); // the second refresh came before 20 s
+  BOOST_TEST((f.refresh_period() < fbf_duration{10s}));
+  // Every filter's lone FPP stays under the target.
+  for (std::size_t i = 0; i < f.filter_count(); ++i)
+    BOOST_TEST(f.filter(i).false_positive_probability() < c.target_fpp);
 }
 
 BOOST_AUTO_TEST_CASE(adaptation_changes_nothing_between_10_and_90_percent_of_target) {
+  // The adaptation at 1 s projects the ids seen so far (all at 0 s, so
+  // their count per second) two intervals ahead and acts on the worst of
+  // now, just before and just after a refresh at 3 s:
+  // predicted_fpp_after_refresh(2 s) seen from 0 s projects the same count.
   auto f = make_fbf(adaptive(1, 5s, 5s, 1e-3));
-  load_until(f, 0.2e-3, 2);
-  BOOST_TEST_REQUIRE(f.current_fpp() < 0.9e-3);
+  for (std::uint64_t i = 0; f.predicted_fpp_after_refresh(at_s(2)) < 0.2e-3; ++i)
+    (void)f.insert(element(2, i));
+  BOOST_TEST_REQUIRE(f.predicted_fpp_after_refresh(at_s(2)) < 0.9e-3);
   advance_ok(f, at_s(1));
   BOOST_TEST(f.past_filter_count() == 1u);
   BOOST_TEST(f.refresh_period().count() == fbf_duration{5s}.count());
@@ -135,21 +169,26 @@ BOOST_AUTO_TEST_CASE(scale_up_keeps_the_previous_oldest_filter_checked_alone) {
   BOOST_TEST_REQUIRE(f.filter_count() == 3u);
   BOOST_TEST_REQUIRE(f.filter(2).contains(x));
   BOOST_TEST_REQUIRE(!f.filter(1).contains(x));
-  advance_ok(f, at_ms(2500)); // scale-up: 6 filters, t = 500 ms
+  // Scale-up: 6 filters, t = 500 ms, which applies to the current period at
+  // once: the period began at 2 s, so the refresh runs at 2.5 s too.
+  advance_ok(f, at_ms(2500));
   BOOST_TEST_REQUIRE(f.filter_count() == 6u);
-  BOOST_TEST_REQUIRE(f.is_born_past(3));
+  BOOST_TEST_REQUIRE(f.refresh_count() == 3u);
+  BOOST_TEST_REQUIRE(f.is_born_past(4));
+  BOOST_TEST_REQUIRE(!f.is_born_past(3));
+  BOOST_TEST(f.filter(3).contains(x));
   BOOST_TEST(f.contains(x));
-  // Refreshes at 3.0, 3.5, 4.0 s move x's filter to the end; at 4.5 s it is
-  // dropped (it became present at 1 s, 1 s + R = 3 s <= 4.5 s).
-  advance_ok(f, at_ms(4499));
+  // Refreshes at 3.0 and 3.5 s move x's filter to the end; at 4.0 s it is
+  // dropped (it became present at 1 s, 1 s + R = 3 s <= 4.0 s).
+  advance_ok(f, at_ms(3999));
   BOOST_TEST(f.contains(x));
-  advance_ok(f, at_ms(4500));
+  advance_ok(f, at_ms(4000));
   BOOST_TEST(!f.contains(x));
 }
 
 BOOST_AUTO_TEST_CASE(scale_up_does_not_change_the_modelled_fpp) {
   // Born-past filters add no check, and the previous oldest keeps its lone
-  // check: Eq. 3 over the new layout equals Eq. 3 over the old one.
+  // check: the model over the new layout equals the model over the old one.
   fbf_config c = adaptive(1, 1s, 1s, 1e-3);
   c.adapt_interval = 2500ms; // first adaptation after the loading below
   auto f = make_fbf(c);
@@ -161,13 +200,14 @@ BOOST_AUTO_TEST_CASE(scale_up_does_not_change_the_modelled_fpp) {
   }
   load_until(f, 0.9e-3, 22);
   const double before = f.current_fpp();
+  const std::vector<filter_periods> old = f.periods();
   advance_ok(f, at_ms(2500));
   BOOST_TEST_REQUIRE(f.filter_count() == 6u);
-  auto old_layout = fbf_false_positive_probability(
-      6250, 5,
-      std::vector<std::uint64_t>{f.filter(0).element_count(),
-                                 f.filter(1).element_count(),
-                                 f.filter(2).element_count()});
+  // The projected load also makes it refresh at once (docs/FBF.md,
+  // "Adaptation"); with no new ids that changes no answer either: the old
+  // future alone and the pair (new present, its older neighbour) fail on
+  // the same bits.
+  auto old_layout = fbf_shared_period_fpp(6250, 5, old);
   BOOST_TEST_REQUIRE(old_layout.has_value());
   BOOST_TEST(f.current_fpp() == *old_layout, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(f.current_fpp() == before, boost::test_tools::tolerance(1e-12));
@@ -198,23 +238,25 @@ BOOST_AUTO_TEST_CASE(scale_down_postpones_a_refresh_that_would_forget_an_id_youn
 }
 
 BOOST_AUTO_TEST_CASE(scale_up_during_a_postponed_refresh_runs_it_at_once_not_in_the_past) {
-  // N = 4, t = 1 s, R = 4.5 s, adaptations every 700 ms. Eight ids per period
-  // keep the FPP between 10% and 90% of the target (no adaptation) until
-  // period 7, which gets none, and period 8, which gets one. At 12.6 s the
-  // FPP is low: the oldest filter (F7, present since 8 s) goes, t becomes
-  // 2 s, and the new oldest (F8, present since 9 s) postpones the refresh
+  // N = 4, t = 1 s, R = 4.5 s, adaptations every 700 ms, m = 256, k = 1,
+  // target 0.5. Eight ids per period keep the FPP (now and predicted)
+  // between 10% and 90% of the target (no adaptation) through period 7;
+  // period 8 gets one id and periods 9-11 none. Fj is the filter that was
+  // the future in period j. At 12.6 s the FPP is low (F7, oldest, holds 9
+  // ids): F7 (present since 8 s) goes, t becomes 2 s (no arrivals), and the
+  // new oldest (F8, present since 9 s, one id) postpones the refresh
   // scheduled at 13 s to 13.5 s. A burst then makes the 13.3 s adaptation
   // scale up; the born-past filters behind F8 can be dropped at once, so the
   // overdue refresh runs at 13.3 s. Running it at 13 s would move the clock
   // back and schedule the next one at 14 s.
-  fbf_config c = adaptive(4, 1s, 4500ms, 1e-2, 4096, 1);
+  fbf_config c = adaptive(4, 1s, 4500ms, 0.5, 256, 1);
   c.adapt_interval = 700ms;
   c.min_refresh_period = 100ms;
   auto f = make_fbf(c);
   std::uint64_t next = 0;
   for (std::int64_t period = 0; period < 12; ++period) {
     advance_ok(f, at_ms(period * 1000 + 1));
-    const int ids = period == 7 ? 0 : period == 8 ? 1 : 8;
+    const int ids = period <= 7 ? 8 : period == 8 ? 1 : 0;
     for (int i = 0; i < ids; ++i)
       (void)f.insert(element(24, next++));
   }

@@ -105,4 +105,72 @@ BOOST_AUTO_TEST_CASE(model_refuses_a_born_past_future_or_present_filter) {
   BOOST_TEST(r.err().code() == errc::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(shared_period_model_without_shared_ids_has_equation_3_pair_terms) {
+  // E_i = 0 for every pair: the two filters share nothing, s = (1 - q(A))
+  // (1 - q(B)) and s^k = p(A) p(B), Equation 3's pair term. The last pair
+  // (B2, B3) is left out: B3 is checked alone, which every hit of the pair
+  // already hits.
+  const std::vector<std::uint64_t> l{400, 800, 700, 600, 500};
+  std::vector<filter_periods> v;
+  for (std::uint64_t x : l)
+    v.push_back({x, 0, false});
+  v[0].own = l[0]; // the future's own count is its count; it is in no pair
+  const double expect = 1.0 - (1.0 - p(l[0])) * (1.0 - p(l[1]) * p(l[2]))
+                                  * (1.0 - p(l[2]) * p(l[3])) * (1.0 - p(l[4]));
+  auto shared = fbf_shared_period_fpp(6250, 5, v);
+  BOOST_TEST_REQUIRE(shared.has_value());
+  BOOST_TEST(*shared == expect, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(shared_period_model_pair_term_follows_the_shared_period) {
+  // N = 3 at steady state, E = 300 per period: future {300}, present
+  // {E_1 + E_0}, B1 {E_2 + E_1}, B2, B3 likewise. Checks: future alone,
+  // (present, B1), (B1, B2), B3 alone; (B2, B3) is implied by B3 alone.
+  const double m = 6250, k = 5;
+  auto q = [&](double n) { return std::exp(-k * n / m); };
+  auto pair = [&](double shared, double a, double b) {
+    return std::pow((1 - q(shared)) + q(shared) * (1 - q(a)) * (1 - q(b)), k);
+  };
+  const std::vector<filter_periods> v{{300, 300, false},
+                                      {600, 300, false},
+                                      {600, 300, false},
+                                      {600, 300, false},
+                                      {600, 300, false}};
+  const double expect = 1.0 - (1.0 - p(300)) * (1.0 - pair(300, 300, 300))
+                                  * (1.0 - pair(300, 300, 300)) * (1.0 - p(600));
+  auto shared = fbf_shared_period_fpp(6250, 5, v);
+  BOOST_TEST_REQUIRE(shared.has_value());
+  BOOST_TEST(*shared == expect, boost::test_tools::tolerance(1e-12));
+  // Each pair fails about like one filter of a period, far above Eq. 3's
+  // p(600)^2.
+  BOOST_TEST(pair(300, 300, 300) > p(300));
+  BOOST_TEST(pair(300, 300, 300) > 10 * p(600) * p(600));
+}
+
+BOOST_AUTO_TEST_CASE(shared_period_model_skips_born_past_filters_like_equation_3) {
+  // future alone, (present, B1) sharing E = 100, B1 alone (its older
+  // neighbour is born-past); (B1, B2) would be implied by B2 alone.
+  const std::vector<filter_periods> v{{100, 100, false}, {300, 100, false},
+                                      {500, 200, false}, {400, 300, false},
+                                      {0, 0, true}};
+  const double m = 6250, k = 5;
+  auto q = [&](double n) { return std::exp(-k * n / m); };
+  const double s = (1 - q(100)) + q(100) * (1 - q(200)) * (1 - q(400));
+  const double expect =
+      1.0 - (1.0 - p(100)) * (1.0 - std::pow(s, k)) * (1.0 - p(400));
+  auto shared = fbf_shared_period_fpp(6250, 5, v);
+  BOOST_TEST_REQUIRE(shared.has_value());
+  BOOST_TEST(*shared == expect, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(shared_period_model_refuses_what_equation_3_refuses) {
+  const std::vector<filter_periods> two{{1, 1, false}, {1, 0, false}};
+  BOOST_TEST(!fbf_shared_period_fpp(6250, 5, two).has_value());
+  const std::vector<filter_periods> three{{1, 1, false}, {1, 0, false}, {0, 0, false}};
+  BOOST_TEST(!fbf_shared_period_fpp(0, 5, three).has_value());
+  BOOST_TEST(!fbf_shared_period_fpp(6250, 0, three).has_value());
+  const std::vector<filter_periods> bad{{1, 1, false}, {0, 0, true}, {0, 0, false}};
+  BOOST_TEST(!fbf_shared_period_fpp(6250, 5, bad).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
