@@ -95,6 +95,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.index = i;
     po.path = (root / "partitions" / std::to_string(i)).string();
     po.mode = cfg.mode;
+    po.fbf = tallyd_fbf_config(); // docs/NODE.md, "Exactly-once"
     auto core = partition_core::open(po);
     if (!core)
       return make_error(core.err().code(), "partition " + std::to_string(i)

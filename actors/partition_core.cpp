@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "actors/log.hpp"
+
 namespace tally {
 
 std::uint64_t wall_clock_us() {
@@ -18,6 +20,17 @@ fbf_time steady_fbf_now() {
   using namespace std::chrono;
   return fbf_time{
     duration_cast<fbf_duration>(steady_clock::now().time_since_epoch())};
+}
+
+fbf_config tallyd_fbf_config() {
+  using namespace std::chrono;
+  fbf_config c;
+  c.bits_per_filter = std::uint64_t{1} << 20;
+  c.hashes = 7;
+  c.past_filters = 2;
+  c.refresh_period = seconds{2};
+  c.retry_timeout = seconds{5};
+  return c;
 }
 
 namespace {
@@ -152,11 +165,29 @@ partition_core::fbf_for(const std::string& bucket) {
   return &i->second;
 }
 
-bool partition_core::is_duplicate(const std::string& bucket, const op_id& id) {
+expected<bool> partition_core::is_duplicate(const std::string& bucket,
+                                            const op_id& id) {
   if (in_flight_.count({bucket, id}) != 0)
     return true;
   auto f = fbf_for(bucket);
-  return f && (*f)->contains(id.hash());
+  if (!f || !(*f)->contains(id.hash()))
+    return false; // the fast negative path: never seen in the window
+  // DESIGN.md's rule for probabilistic structures: a positive is confirmed
+  // exactly. Ids enter the FBF only when their commit is durable, and the
+  // commit wrote them to `opids` in the same LMDB transaction.
+  auto committed = log_->find_committed_op(id);
+  if (!committed)
+    return committed.err();
+  if (*committed) {
+    ++fbf_confirmed_;
+    return true;
+  }
+  ++fbf_false_positives_;
+  tally::log(log_level::debug, "partition ", opts_.index,
+             ": FBF false positive for op id ", id, " in bucket ", bucket,
+             " refuted by the journal, applied (", fbf_false_positives_,
+             " so far)");
+  return false;
 }
 
 void partition_core::release_in_flight(const prepared_tx& p) {
@@ -178,17 +209,33 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
                       "transaction already staged at this partition");
   prepare_outcome out;
   prepared_tx p;
+  // Checked before anything is recorded, so a failed exact check leaves no
+  // trace (the client retries the same ids). `mine`: ids earlier in this
+  // transaction count as in flight.
+  std::set<std::pair<std::string, op_id>> mine;
   for (auto& u : updates) {
     if (u.op) {
-      if (is_duplicate(u.key.bucket, *u.op)) {
+      std::pair<std::string, op_id> entry{u.key.bucket, *u.op};
+      bool dup = mine.count(entry) != 0;
+      if (!dup) {
+        auto d = is_duplicate(u.key.bucket, *u.op);
+        if (!d)
+          return make_error(d.err().code(),
+                            "partition " + std::to_string(opts_.index)
+                              + ": duplicate check of op id failed: "
+                              + d.err().message());
+        dup = *d;
+      }
+      if (dup) {
         ++out.dismissed;
-        ++dismissed_;
         continue;
       }
-      in_flight_.insert({u.key.bucket, *u.op});
+      mine.insert(std::move(entry));
     }
     p.updates.push_back(std::move(u));
   }
+  dismissed_ += out.dismissed;
+  in_flight_.insert(mine.begin(), mine.end());
   p.prepare_time = tick(snapshot_time + 1);
   out.prepare_time = p.prepare_time;
   for (std::size_t i = 0; i < p.updates.size(); ++i) {

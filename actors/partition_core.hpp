@@ -7,7 +7,9 @@
 // microseconds, kept monotonic), the prepared set and the safe time.
 //
 // Writes are staged, then flush()ed as one journal batch (group commit):
-//   stage_prepare()  duplicate check (FBF + ids in flight), update records
+//   stage_prepare()  duplicate check (ids in flight, then the FBF as the
+//                    fast negative path, every FBF positive confirmed
+//                    against the journal's `opids`), update records
 //                    and, for two-phase commit, a prepare record; the
 //                    transaction enters the prepared set at its prepare time;
 //   stage_commit()   a commit record (Bloom timestamp ticked);
@@ -53,11 +55,19 @@ std::uint64_t wall_clock_us();
 /// Milliseconds of the steady clock, as FBF time.
 fbf_time steady_fbf_now();
 
+/// The per-(partition, bucket) FBF a tallyd partition uses (docs/NODE.md,
+/// "Exactly-once"): m = 2^20 bits, k = 7, N = 2, t = 2 s, retry timeout 5 s
+/// (window (N+1)t = 6 s); N+2 = 4 filters of 128 KiB, 512 KiB per bucket.
+/// Sized so that a false positive (which costs one LMDB lookup, not an
+/// update) stays rare at server rates. Not fbf_config's paper defaults.
+fbf_config tallyd_fbf_config();
+
 struct partition_options {
   std::uint32_t index = 0;
   std::string path; // the partition's LMDB directory (created if missing)
   durability mode = durability::batch;
-  fbf_config fbf;   // per-bucket FBF; `start` is ignored (now_fbf() used)
+  /// Per-bucket FBF; `start` is ignored (now_fbf() used).
+  fbf_config fbf = tallyd_fbf_config();
   /// Bloom clock size: 64 cells, 3 hashes (the paper recommends small k).
   std::uint32_t bloom_cells = 64;
   std::uint32_t bloom_hashes = 3;
@@ -115,8 +125,14 @@ public:
   /// Phase one (or the first half of a one-step commit): drops updates whose
   /// op id is a duplicate, stages the rest and, if `two_phase`, a prepare
   /// record. The prepare time is above the clock and above `snapshot_time`.
-  /// Errors: errc::unavailable after a failed write; errc::invalid_argument
-  /// for a transaction already staged here.
+  /// An id is a duplicate only if it is in flight here (staged by an
+  /// undecided transaction, or earlier in this one) or the journal holds its
+  /// commit (journal::find_committed_op); the bucket's FBF only rules ids
+  /// out fast, and an FBF positive that is neither is applied and counted
+  /// (fbf_false_positives()). Errors: errc::unavailable after a failed
+  /// write; errc::invalid_argument for a transaction already staged here;
+  /// a journal read error of the exact check (nothing staged: the client
+  /// retries with the same ids).
   expected<prepare_outcome> stage_prepare(const tx_id& tx,
                                           std::vector<tx_update> updates,
                                           std::uint64_t snapshot_time,
@@ -153,6 +169,12 @@ public:
   std::size_t prepared_count() const noexcept { return prepared_.size(); }
   const journal& log() const noexcept { return *log_; }
   std::uint64_t duplicates_dismissed() const noexcept { return dismissed_; }
+  /// FBF positives the exact check refuted (the update was applied).
+  std::uint64_t fbf_false_positives() const noexcept {
+    return fbf_false_positives_;
+  }
+  /// FBF positives the exact check confirmed from the journal.
+  std::uint64_t fbf_confirmed() const noexcept { return fbf_confirmed_; }
 
 private:
   struct prepared_tx {
@@ -171,7 +193,7 @@ private:
 
   std::uint64_t tick(std::uint64_t at_least);
   expected<forgetful_bloom_filter*> fbf_for(const std::string& bucket);
-  bool is_duplicate(const std::string& bucket, const op_id& id);
+  expected<bool> is_duplicate(const std::string& bucket, const op_id& id);
   void release_in_flight(const prepared_tx& p);
 
   partition_options opts_;
@@ -188,6 +210,8 @@ private:
   std::vector<staged_ref> staged_refs_;
   std::vector<undecided_prepare> undecided_;
   std::uint64_t dismissed_ = 0;
+  std::uint64_t fbf_false_positives_ = 0;
+  std::uint64_t fbf_confirmed_ = 0;
   std::optional<error> failed_;
 };
 

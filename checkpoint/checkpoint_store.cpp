@@ -75,6 +75,7 @@ struct scanned_update {
   object_key key;
   crdt_type type = crdt_type::counter;
   crdt_effect effect;
+  std::optional<op_id> op;
 };
 
 struct scanned_tx {
@@ -124,7 +125,8 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
                         if (auto* u = std::get_if<update_record>(&rec)) {
                           t.has_op = t.has_op || u->op.has_value();
                           t.updates.push_back(
-                            scanned_update{at, u->key, u->type, u->effect});
+                            scanned_update{at, u->key, u->type, u->effect,
+                                           u->op});
                         } else if (auto* c = std::get_if<commit_record>(&rec)) {
                           t.commit = at;
                           t.commit_time = c->commit_time;
@@ -190,11 +192,21 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
   }
   plan.new_truncation_lsn = cut;
   plan.checkpoint_time = cp_time;
+  // The `opids` entries of committed updates that leave the log. (Ids of
+  // commits inside the FBF window are at or above T by the fbf_window bound.)
+  for (const auto& [tx, t] : txs) {
+    if (t.aborted || t.commit == 0 || !t.has_op)
+      continue;
+    for (const auto& u : t.updates)
+      if (u.op && u.at < cut)
+        plan.drop_op_ids.emplace_back(*u.op, t.commit);
+  }
   report.truncation_lsn = cut;
   report.records_dropped = static_cast<std::uint64_t>(
     std::lower_bound(positions.begin(), positions.end(), cut)
     - positions.begin());
   report.index_entries_dropped = plan.unindex.size();
+  report.op_ids_dropped = plan.drop_op_ids.size();
   report.keys_written = folds.size();
 
   if (cut == log_.truncation_lsn() && folds.empty() && had_checkpoint

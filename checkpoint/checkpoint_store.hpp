@@ -32,7 +32,9 @@
 //                 the FBF window: recovery re-inserts them from the log)
 // Records below T belong only to folded, previously folded or aborted
 // transactions, so dropping them loses nothing a reader, a replica, the FBF
-// or an undecided transaction needs. Folded commits at or above T stay in the
+// or an undecided transaction needs.
+// The `opids` entries of the committed updates below T
+// go with them (journal.hpp); ids inside the FBF window stay, by the bound. Folded commits at or above T stay in the
 // log (unindexed); every reader of the log skips commits <= C.
 //
 // Contract: owned and called by the partition actor that owns the journal,
@@ -113,6 +115,7 @@ struct checkpoint_report {
   std::uint64_t keys_written = 0;
   std::uint64_t records_dropped = 0;
   std::uint64_t index_entries_dropped = 0;
+  std::uint64_t op_ids_dropped = 0; // `opids` entries of truncated updates
 };
 
 class checkpoint_store {

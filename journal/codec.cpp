@@ -229,6 +229,13 @@ expected<index_value> decode_index_value(std::string_view bytes) {
   return index_value{get_be64(bytes.data()), get_be64(bytes.data() + 8)};
 }
 
+std::string encode_op_key(const op_id& id) {
+  std::string out(op_key_size, '\0');
+  put_be64(out.data(), id.client);
+  put_be64(out.data() + 8, id.seq);
+  return out;
+}
+
 std::string encode_u64(std::uint64_t v) {
   std::string out(8, '\0');
   put_be64(out.data(), v);

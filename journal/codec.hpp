@@ -87,6 +87,11 @@ std::string encode_index_value(index_value v);
 /// errc::corrupt unless `bytes` is exactly 16 bytes.
 expected<index_value> decode_index_value(std::string_view bytes);
 
+/// Key of the `opids` database (docs/FORMAT.md, "Op-id index"): client then
+/// seq, both u64 big-endian (16 bytes).
+constexpr std::size_t op_key_size = 16;
+std::string encode_op_key(const op_id& id);
+
 /// Fixed-width metadata integers: u64 big-endian.
 std::string encode_u64(std::uint64_t v);
 /// errc::corrupt naming `what` unless `bytes` is exactly 8 bytes.

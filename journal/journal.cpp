@@ -345,7 +345,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
     if (t.prepare)
       p.prepare_lsn = t.prepare_lsn;
     for (const auto& [upos, u] : t.updates)
-      p.updates.push_back(pending_update{upos, u.key});
+      p.updates.push_back(pending_update{upos, u.key, u.op});
     pending_.emplace(tx, std::move(p));
     out.undecided.push_back(recovered_tx{tx, t.first_lsn, std::move(t.prepare),
                                          t.prepare_lsn, std::move(t.updates)});
@@ -355,7 +355,12 @@ expected<recovery_result> journal::recover(bool collect_effects) {
               return a.first_lsn < b.first_lsn;
             });
 
-  // 5. What was read at open is what a restart finds: make it durable, so
+  // 5. Every committed op id still in the log has its `opids` entry. Only a
+  //    store written before `opids` existed lacks some: add them.
+  if (auto st = backfill_op_ids(out.op_ids); !st)
+    return st.err();
+
+  // 6. What was read at open is what a restart finds: make it durable, so
   //    durable_lsn() starts honest in every mode.
   next_ = std::max(next_, last_valid + 1);
   if (auto st = env_->sync(); !st)
@@ -397,7 +402,48 @@ status journal::cut_tail(const std::vector<std::string>& bad_keys,
   }
   if (!more)
     return more.err();
+  // Op ids of commits in the cut tail: those transactions are undecided
+  // again, so their ids must not count as committed. Whole scan, as above.
+  auto ops = (*txn)->cursor(store_db::opids);
+  if (!ops)
+    return ops.err();
+  more = (*ops)->first();
+  while (more && *more) {
+    auto at = decode_u64((*ops)->value(), "opids entry");
+    if (!at)
+      return at.err();
+    if (*at >= first_bad) {
+      if (auto st = (*ops)->del(); !st)
+        return st;
+    }
+    more = (*ops)->next();
+  }
+  if (!more)
+    return more.err();
   return (*txn)->commit(commit_mode::durable);
+}
+
+status journal::backfill_op_ids(const std::vector<recovered_op>& ops) {
+  if (ops.empty())
+    return {};
+  // A store written by this code has an entry for every committed op id in
+  // the log, so the db is non-empty whenever `ops` is; an empty db with ops
+  // in the log is a store from before `opids` existed. (Checking emptiness,
+  // not each id, keeps recovery at its cost for long logs.)
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  auto st = (*txn)->stats(store_db::opids);
+  if (!st)
+    return st.err();
+  if (st->entries != 0)
+    return {}; // the transaction aborts: nothing was written
+  for (const auto& r : ops)
+    if (auto put = (*txn)->put(store_db::opids, encode_op_key(r.op),
+                               encode_u64(r.commit_lsn));
+        !put)
+      return put;
+  return (*txn)->commit(commit_mode::lazy); // recovery syncs next
 }
 
 // ---- writing ---------------------------------------------------------------
@@ -468,7 +514,8 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
         !st)
       return st.err();
     if (auto* u = std::get_if<update_record>(&rec)) {
-      staged.touch(u->tx, at).updates.push_back(pending_update{at, u->key});
+      staged.touch(u->tx, at).updates.push_back(
+        pending_update{at, u->key, u->op});
     } else if (auto* p = std::get_if<prepare_record>(&rec)) {
       staged.touch(p->tx, at).prepare_lsn = at;
     } else if (auto* c = std::get_if<commit_record>(&rec)) {
@@ -484,6 +531,12 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
                                     encode_index_value({at, u.position}));
               !st)
             return st.err();
+          // The exact record behind the FBF: this id committed at `at`.
+          if (u.op)
+            if (auto st = (*txn)->put(store_db::opids, encode_op_key(*u.op),
+                                      encode_u64(at));
+                !st)
+              return st.err();
         }
       }
     } else {
@@ -559,6 +612,21 @@ status journal::apply_checkpoint(
     if (auto d = (*txn)->del_dup(store_db::index, key, encode_index_value(iv));
         !d)
       return d.err();
+  for (const auto& [id, commit] : plan.drop_op_ids) {
+    auto k = encode_op_key(id);
+    auto got = (*txn)->get(store_db::opids, k);
+    if (!got)
+      return got.err();
+    if (!got->has_value())
+      continue;
+    auto at = decode_u64(**got, "opids entry");
+    if (!at)
+      return at.err();
+    if (*at != commit)
+      continue; // the id committed again later (another bucket): keep it
+    if (auto d = (*txn)->del(store_db::opids, k); !d)
+      return d.err();
+  }
   if (t > truncation_) {
     auto cur = (*txn)->cursor(store_db::journal);
     if (!cur)
@@ -613,6 +681,21 @@ status journal::apply_checkpoint(
 }
 
 // ---- reading ---------------------------------------------------------------
+
+expected<std::optional<lsn>> journal::find_committed_op(const op_id& id) {
+  auto txn = env_->begin(false);
+  if (!txn)
+    return txn.err();
+  auto got = (*txn)->get(store_db::opids, encode_op_key(id));
+  if (!got)
+    return got.err();
+  if (!got->has_value())
+    return std::optional<lsn>{};
+  auto at = decode_u64(**got, "opids entry");
+  if (!at)
+    return at.err();
+  return std::optional<lsn>{*at};
+}
 
 expected<std::vector<committed_effect>>
 journal::read_committed(const object_key& key, lsn after_lsn) {
@@ -760,12 +843,16 @@ expected<journal_stats> journal::stats() {
   auto c = (*txn)->stats(store_db::checkpoint);
   if (!c)
     return c.err();
+  auto o = (*txn)->stats(store_db::opids);
+  if (!o)
+    return o.err();
   auto e = env_->stats();
   if (!e)
     return e.err();
   out.journal = *j;
   out.index = *i;
   out.checkpoint = *c;
+  out.opids = *o;
   out.env = *e;
   return out;
 }

@@ -6,7 +6,10 @@
 // object key -> [commit LSN][update LSN] for every committed update of that
 // key, written in the same transaction as the commit record; `meta` holds
 // the format version, partition id, next LSN, truncation LSN and checkpoint
-// state; `checkpoint` belongs to checkpoint/. Formats: docs/FORMAT.md.
+// state; `checkpoint` belongs to checkpoint/; `opids` maps the op id of every
+// committed update still in the log to its commit LSN, written in the same
+// transaction as the commit record (the exact check behind the partition's
+// FBF: find_committed_op). Formats: docs/FORMAT.md.
 //
 // Group commit: append() writes a whole batch in one LMDB transaction.
 //
@@ -90,6 +93,7 @@ struct lsn_range {
 struct pending_update {
   lsn position = 0;
   object_key key;
+  std::optional<op_id> op; // indexed in `opids` when the commit is appended
 };
 
 /// A transaction with records in the journal and no decision yet: in flight
@@ -153,6 +157,7 @@ struct journal_stats {
   db_stats journal;
   db_stats index;
   db_stats checkpoint;
+  db_stats opids;
   env_stats env;
 };
 
@@ -177,6 +182,10 @@ struct truncation_plan {
   /// Index entries of the commits folded into the checkpoint: (encoded
   /// object key, value).
   std::vector<std::pair<std::string, index_value>> unindex;
+  /// Op ids of the committed update records below new_truncation_lsn, with
+  /// the LSN of their commit record: their `opids` entries are deleted (an
+  /// entry is deleted only if it still names that commit).
+  std::vector<std::pair<op_id, lsn>> drop_op_ids;
 };
 
 class journal;
@@ -246,6 +255,13 @@ public:
   expected<std::vector<committed_effect>> scan_committed(const object_key& key,
                                                          lsn after_lsn = 0);
 
+  /// The commit LSN of the transaction whose committed update carried `id`,
+  /// if that update is still in the log (`opids`, one LMDB lookup). Ids of
+  /// aborted or undecided transactions are never found; ids of updates
+  /// removed by truncation are not found. Errors: LMDB errors; errc::corrupt
+  /// for an entry that is not 8 bytes.
+  expected<std::optional<lsn>> find_committed_op(const op_id& id);
+
   /// Calls `visit(lsn, record)` for the records with from <= LSN < to, in
   /// LSN order, until it returns false. errc::corrupt naming the LSN of an
   /// undecodable record.
@@ -292,6 +308,8 @@ private:
   // Creates the metadata of a new store (true) or checks an existing one.
   expected<bool> init_or_check_meta(storage_txn& txn);
   status cut_tail(const std::vector<std::string>& bad_keys, lsn first_bad);
+  // Adds the `opids` entries of recovered committed ops that lack one.
+  status backfill_op_ids(const std::vector<recovered_op>& ops);
 
   // Commits `txn`; on failure applies the fail-stop rule for `last`.
   status commit_or_stop(storage_txn& txn, lsn last, const char* what);

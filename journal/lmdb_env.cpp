@@ -15,6 +15,7 @@ const char* to_string(store_db db) noexcept {
     case store_db::index: return "index";
     case store_db::checkpoint: return "checkpoint";
     case store_db::meta: return "meta";
+    case store_db::opids: return "opids";
   }
   return "unknown";
 }

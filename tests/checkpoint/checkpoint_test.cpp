@@ -409,4 +409,38 @@ BOOST_AUTO_TEST_CASE(cache_misses_load_through_the_checkpoint_store) {
   BOOST_TEST(old.err().code() == errc::unavailable);
 }
 
+BOOST_AUTO_TEST_CASE(truncation_drops_the_op_ids_of_truncated_commits_only) {
+  temp_dir dir;
+  auto path = dir.sub("p");
+  {
+    auto j = open_ok(options(path)).log;
+    checkpoint_store cs{*j};
+    append_simple(*j, 1, 6, true); // op <5,i>, wall time i ms, commit LSN 2i
+    auto b = open_bounds(*j, 6);
+    b.fbf_horizon_us = 4000; // ids of tx 4..6 are inside the window
+    auto r = cs.checkpoint(b);
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST(r->truncation_lsn == 7u);
+    BOOST_TEST(r->op_ids_dropped == 3u);
+    for (std::uint64_t i = 1; i <= 6; ++i) {
+      auto f = j->find_committed_op(op_id{5, i});
+      BOOST_REQUIRE(f.has_value());
+      if (i <= 3)
+        BOOST_TEST(!f->has_value());
+      else
+        BOOST_TEST(f->value_or(0) == 2 * i);
+    }
+  }
+  auto o = open_ok(options(path));
+  BOOST_TEST(o.log->stats()->opids.entries == 3u);
+  BOOST_TEST(o.log->find_committed_op(op_id{5, 4})->value_or(0) == 8u);
+  checkpoint_store cs{*o.log};
+  auto b = open_bounds(*o.log, 6);
+  b.fbf_horizon_us = 7000; // the window has passed them all
+  auto r = cs.checkpoint(b);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->op_ids_dropped == 3u);
+  BOOST_TEST(o.log->stats()->opids.entries == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
