@@ -1,10 +1,12 @@
 // tally-bench: Tally's benchmark and paper-reproduction binary.
 //
 //   tally-bench experiment <name>|all [--out DIR] [--seed S] [--quick]
+//   tally-bench run --target URL [workload options]
+//   tally-bench compare URL_A URL_B [--rounds N] [workload options]
 //
 // main() is a subcommand dispatcher: each subcommand is one entry of
-// `subcommands` below with its own argument parsing and help. The
-// load-generation subcommands come with a later issue.
+// `subcommands` below with its own argument parsing and help. `run` and
+// `compare` are the load generator (bench/load/, docs/BENCH.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 
 #include "bench/bench_harness.hpp"
 #include "bench/experiments/experiments.hpp"
+#include "bench/load/runner.hpp"
 
 namespace {
 
@@ -140,10 +143,189 @@ int run_experiment(const args& a) {
   return exit_ok;
 }
 
+namespace ld = tally::load;
+
+void run_help(std::FILE* out) {
+  std::fprintf(out,
+               "usage: tally-bench run --target URL [workload options]\n"
+               "\n"
+               "Generates load against one node and prints throughput and "
+               "latency per\n"
+               "operation type, errors, and the exactly-once check (every key "
+               "read back).\n"
+               "See docs/BENCH.md.\n"
+               "\n"
+               "  --target URL        antidote://127.0.0.1:8087 (tallyd or "
+               "AntidoteDB) or\n"
+               "                      redis://127.0.0.1:6379; loopback only\n"
+               "%s",
+               ld::workload_help());
+}
+
+void compare_help(std::FILE* out) {
+  std::fprintf(out,
+               "usage: tally-bench compare URL_A URL_B [--rounds N] [workload "
+               "options]\n"
+               "\n"
+               "Runs the same workload against A and B alternately (A B A B "
+               "...), then\n"
+               "prints each figure's median per target and the ratio A/B. "
+               "--csv and --svg\n"
+               "name files per run (FILE becomes FILE.<A|B><round>.csv).\n"
+               "\n"
+               "  --rounds N          rounds (default 3)\n"
+               "%s",
+               ld::workload_help());
+}
+
+/// Writes the CSV and SVG of one run; false when a file could not be written.
+bool write_outputs(const ld::workload& w, const ld::result& r,
+                   const std::string& suffix) {
+  bool ok = true;
+  auto path = [&](const std::string& p, const char* ext) {
+    if (suffix.empty())
+      return p;
+    auto dot = p.rfind('.');
+    return (dot == std::string::npos ? p : p.substr(0, dot)) + "." + suffix + ext;
+  };
+  if (!w.csv_path.empty())
+    if (auto e = ld::write_csv(path(w.csv_path, ".csv"), r); !e.empty()) {
+      std::fprintf(stderr, "tally-bench: %s\n", e.c_str());
+      ok = false;
+    }
+  if (!w.svg_path.empty())
+    if (auto e = ld::write_svg(path(w.svg_path, ".svg"), r); !e.empty()) {
+      std::fprintf(stderr, "tally-bench: %s\n", e.c_str());
+      ok = false;
+    }
+  return ok;
+}
+
+/// Applies the per-target default of --op-ids: on for antidote:// (tallyd),
+/// meaningless for redis://.
+ld::workload for_target(ld::workload w, const ld::target& t) {
+  if (t.protocol == ld::target::kind::redis)
+    w.op_ids = false;
+  return w;
+}
+
+int run_load(const args& a) {
+  for (auto arg : a)
+    if (arg == "--help" || arg == "-h") {
+      run_help(stdout);
+      return exit_ok;
+    }
+  ld::workload w;
+  std::vector<std::string_view> positional;
+  std::vector<std::string_view> rest;
+  std::string_view target_text;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "--target") {
+      if (i + 1 == a.size())
+        return usage_error("--target needs a value", run_help);
+      target_text = a[++i];
+    } else if (a[i].rfind("--target=", 0) == 0) {
+      target_text = a[i].substr(9);
+    } else {
+      rest.push_back(a[i]);
+    }
+  }
+  if (auto e = ld::parse_workload(rest, w, positional); !e.empty())
+    return usage_error(e, run_help);
+  if (!positional.empty())
+    return usage_error("unexpected argument '" + std::string(positional[0])
+                         + "'",
+                       run_help);
+  if (target_text.empty())
+    return usage_error("which target? (--target antidote://127.0.0.1:8087)",
+                       run_help);
+  ld::target t;
+  if (auto e = ld::parse_target(target_text, t); !e.empty())
+    return usage_error(e, run_help);
+  tally::bench::warn_if_unoptimized();
+  const ld::workload wt = for_target(w, t);
+  ld::result r = ld::run(t, wt);
+  ld::print_table(stdout, r);
+  bool ok = write_outputs(wt, r, "");
+  if (r.failed) {
+    std::fprintf(stderr, "tally-bench: run failed: %s\n", r.failure.c_str());
+    return exit_failed;
+  }
+  return ok ? exit_ok : exit_failed;
+}
+
+int run_compare(const args& a) {
+  for (auto arg : a)
+    if (arg == "--help" || arg == "-h") {
+      compare_help(stdout);
+      return exit_ok;
+    }
+  unsigned rounds = 3;
+  std::vector<std::string_view> rest;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::string_view v;
+    if (a[i] == "--rounds") {
+      if (i + 1 == a.size())
+        return usage_error("--rounds needs a value", compare_help);
+      v = a[++i];
+    } else if (a[i].rfind("--rounds=", 0) == 0) {
+      v = a[i].substr(9);
+    } else {
+      rest.push_back(a[i]);
+      continue;
+    }
+    std::uint64_t n = 0;
+    if (!parse_seed(v, n) || n == 0 || n > 100)
+      return usage_error("--rounds takes 1-100, got '" + std::string(v) + "'",
+                         compare_help);
+    rounds = static_cast<unsigned>(n);
+  }
+  ld::workload w;
+  std::vector<std::string_view> positional;
+  if (auto e = ld::parse_workload(rest, w, positional); !e.empty())
+    return usage_error(e, compare_help);
+  if (positional.size() != 2)
+    return usage_error("compare takes two targets, A and B", compare_help);
+  ld::target ta, tb;
+  if (auto e = ld::parse_target(positional[0], ta); !e.empty())
+    return usage_error(e, compare_help);
+  if (auto e = ld::parse_target(positional[1], tb); !e.empty())
+    return usage_error(e, compare_help);
+  tally::bench::warn_if_unoptimized();
+  std::vector<ld::result> ra, rb;
+  bool ok = true;
+  for (unsigned round = 1; round <= rounds; ++round) {
+    for (int side = 0; side < 2; ++side) {
+      const ld::target& t = side ? tb : ta;
+      std::printf("\n== round %u/%u, %s: %s\n", round, rounds,
+                  side ? "B" : "A", t.text.c_str());
+      std::fflush(stdout);
+      const ld::workload wt = for_target(w, t);
+      ld::result r = ld::run(t, wt);
+      ld::print_table(stdout, r);
+      ok = write_outputs(wt, r,
+                         std::string(side ? "B" : "A") + std::to_string(round))
+           && ok;
+      if (r.failed) {
+        std::fprintf(stderr, "tally-bench: run against %s failed: %s\n",
+                     t.text.c_str(), r.failure.c_str());
+        return exit_failed;
+      }
+      (side ? rb : ra).push_back(std::move(r));
+    }
+  }
+  ld::print_comparison(stdout, ta, tb, ra, rb);
+  return ok ? exit_ok : exit_failed;
+}
+
 const std::vector<subcommand>& subcommands() {
   static const std::vector<subcommand> all = {
       {"experiment", "reproduce the FBF and Bloom clock papers' figures and tables",
        run_experiment, experiment_help},
+      {"run", "generate load against one node (Tally, AntidoteDB or Redis)",
+       run_load, run_help},
+      {"compare", "the same load against two nodes, alternately; medians and ratios",
+       run_compare, compare_help},
   };
   return all;
 }

@@ -17,6 +17,7 @@ packages=(
   libcereal-dev     # Cereal 1.3.2 (header-only)
   libboost-test-dev # Boost.Test 1.74
   libprotobuf-dev protobuf-compiler # Protocol Buffers 3.21.12 (client protocol)
+  libhiredis-dev redis-server # tally-bench's redis:// driver and bench/compare_redis.sh (no service started)
 )
 
 missing=()

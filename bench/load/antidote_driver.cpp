@@ -1,0 +1,289 @@
+// The AntidoteDB-protocol driver over client/connection.hpp (driver.hpp).
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include "bench/load/driver.hpp"
+#include "client/connection.hpp"
+#include "protocol/messages.hpp"
+
+namespace tally::load {
+
+const char* to_string(op::type t) noexcept {
+  switch (t) {
+  case op::type::read:
+    return "read";
+  case op::type::update:
+    return "update";
+  case op::type::txn:
+    return "txn";
+  }
+  return "?";
+}
+
+std::string bucket_of(const workload& w, std::uint64_t k) {
+  if (w.buckets <= 1)
+    return w.bucket;
+  return w.bucket + "-" + std::to_string(k % w.buckets);
+}
+
+std::string key_of(std::uint64_t k) { return "k" + std::to_string(k); }
+
+std::unique_ptr<driver> make_antidote_driver(const target& t,
+                                             const workload& w,
+                                             std::uint64_t salt);
+std::unique_ptr<driver> make_redis_driver(const target& t, const workload& w,
+                                          std::uint64_t salt);
+
+std::unique_ptr<driver> make_driver(const target& t, const workload& w,
+                                    std::uint64_t salt) {
+  if (t.protocol == target::kind::redis)
+    return make_redis_driver(t, w, salt);
+  return make_antidote_driver(t, w, salt);
+}
+
+namespace {
+
+std::string kind_of(const error& e) { return std::string(to_string(e.code())); }
+
+class antidote_driver final : public driver {
+public:
+  antidote_driver(const target& t, const workload& w, std::uint64_t salt)
+    : target_(t), w_(w) {
+    std::random_device rd;
+    client_id_ = ((static_cast<std::uint64_t>(rd()) << 32) ^ rd())
+                 ^ (salt * 0x9E3779B97F4A7C15ULL);
+  }
+
+  std::string connect() override {
+    auto c = connection::open(target_.host, target_.port, timeout());
+    if (!c)
+      return c.err().to_string();
+    conn_.emplace(std::move(*c));
+    return {};
+  }
+
+  std::string send(const op& o) override {
+    if (o.kind == op::type::read) {
+      static_read_objects_req req;
+      req.objects = objects(o.read_keys);
+      last_ = encode_request(req);
+    } else {
+      static_update_objects_req req;
+      req.updates = updates(o.update_keys);
+      last_ = encode_request(req);
+    }
+    auto bytes = encode_frame(last_);
+    if (!bytes)
+      return bytes.err().to_string();
+    last_bytes_ = std::move(*bytes);
+    return write(last_bytes_);
+  }
+
+  std::string send_again() override {
+    return write(last_bytes_);
+  }
+
+  outcome receive() override {
+    auto f = conn_->receive(deadline());
+    if (!f)
+      return lost(f.err());
+    auto r = decode_response(f->code, f->body);
+    if (!r)
+      return {false, "corrupt", false};
+    return judge(*r);
+  }
+
+  outcome transact(const op& o) override {
+    outcome out = run_tx(o, nullptr);
+    if (out.ok && o.dup)
+      out = run_tx(o, &last_tx_updates_);
+    return out;
+  }
+
+  std::string read_values(const std::vector<std::uint64_t>& keys,
+                          std::vector<std::int64_t>& out) override {
+    out.clear();
+    for (std::size_t i = 0; i < keys.size(); i += 200) {
+      std::vector<std::uint64_t> part(
+        keys.begin() + static_cast<std::ptrdiff_t>(i),
+        keys.begin()
+          + static_cast<std::ptrdiff_t>(std::min(keys.size(), i + 200)));
+      static_read_objects_req req;
+      req.objects = objects(part);
+      auto r = call(req);
+      if (!r)
+        return r.err().to_string();
+      auto* s = std::get_if<static_read_objects_resp>(&*r);
+      if (!s || !s->objects.success)
+        return "read-back failed: " + describe(*r);
+      for (auto& v : s->objects.values)
+        out.push_back(std::get<std::int64_t>(v));
+    }
+    return {};
+  }
+
+  void close() override {
+    conn_.reset();
+  }
+
+private:
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(w_.timeout_ms);
+  }
+  client_clock::time_point deadline() const {
+    return client_clock::now() + timeout();
+  }
+
+  std::vector<bound_object> objects(const std::vector<std::uint64_t>& keys) {
+    std::vector<bound_object> v;
+    v.reserve(keys.size());
+    for (auto k : keys)
+      v.push_back({object_key{bucket_of(w_, k), key_of(k)}, crdt_type::counter});
+    return v;
+  }
+
+  std::vector<update_op> updates(const std::vector<std::uint64_t>& keys) {
+    std::vector<update_op> v;
+    v.reserve(keys.size());
+    for (auto k : keys) {
+      counter_op c;
+      c.update.delta = w_.inc;
+      if (w_.op_ids)
+        c.id = op_id{client_id_, ++seq_};
+      v.push_back({{object_key{bucket_of(w_, k), key_of(k)}, crdt_type::counter},
+                   c});
+    }
+    return v;
+  }
+
+  std::string write(const std::string& bytes) {
+    auto st = conn_->send_bytes(bytes, deadline());
+    if (!st)
+      return st.err().to_string();
+    return {};
+  }
+
+  outcome lost(const error& e) {
+    return {false, "io:" + kind_of(e), true};
+  }
+
+  static std::string describe(const response& r) {
+    if (auto* e = std::get_if<error_resp>(&r))
+      return e->err.to_string();
+    return "unexpected reply";
+  }
+
+  outcome judge(const response& r) {
+    if (auto* e = std::get_if<error_resp>(&r))
+      return {false, kind_of(e->err), false};
+    if (auto* c = std::get_if<commit_resp>(&r)) {
+      if (!c->success)
+        return {false, std::string(to_string(errc_from_wire_error(c->error_code))),
+                false};
+      return {};
+    }
+    if (auto* s = std::get_if<static_read_objects_resp>(&r)) {
+      if (!s->objects.success)
+        return {false,
+                std::string(to_string(errc_from_wire_error(s->objects.error_code))),
+                false};
+      return {};
+    }
+    if (auto* o = std::get_if<operation_resp>(&r)) {
+      if (!o->success)
+        return {false, std::string(to_string(errc_from_wire_error(o->error_code))),
+                false};
+      return {};
+    }
+    if (auto* s = std::get_if<start_transaction_resp>(&r)) {
+      if (!s->success)
+        return {false, std::string(to_string(errc_from_wire_error(s->error_code))),
+                false};
+      return {};
+    }
+    if (auto* s = std::get_if<read_objects_resp>(&r)) {
+      if (!s->success)
+        return {false, std::string(to_string(errc_from_wire_error(s->error_code))),
+                false};
+      return {};
+    }
+    return {false, "corrupt", false};
+  }
+
+  expected<response> call(const request& req) {
+    auto st = conn_->send(encode_request(req), deadline());
+    if (!st)
+      return st.err();
+    auto f = conn_->receive(deadline());
+    if (!f)
+      return f.err();
+    return decode_response(f->code, f->body);
+  }
+
+  outcome call_judged(const request& req, response* keep = nullptr) {
+    auto r = call(req);
+    if (!r) {
+      bool io = r.err().code() != errc::corrupt;
+      return {false, io ? "io:" + kind_of(r.err()) : "corrupt", io};
+    }
+    outcome o = judge(*r);
+    if (keep)
+      *keep = std::move(*r);
+    return o;
+  }
+
+  /// start, reads, updates (`reuse`: these exact ops), commit.
+  outcome run_tx(const op& o, const std::vector<update_op>* reuse) {
+    response r;
+    outcome out = call_judged(start_transaction_req{}, &r);
+    if (!out.ok)
+      return out;
+    const std::string desc =
+      std::get<start_transaction_resp>(r).transaction_descriptor;
+    if (!reuse) {
+      for (auto k : o.read_keys) {
+        read_objects_req rq{objects({k}), desc};
+        out = call_judged(rq);
+        if (!out.ok)
+          return finish_failed(desc, out);
+      }
+    }
+    if (!o.update_keys.empty()) {
+      update_objects_req uq;
+      uq.updates = reuse ? *reuse : updates(o.update_keys);
+      uq.transaction_descriptor = desc;
+      if (!reuse)
+        last_tx_updates_ = uq.updates;
+      out = call_judged(uq);
+      if (!out.ok)
+        return finish_failed(desc, out);
+    }
+    return call_judged(commit_transaction_req{desc});
+  }
+
+  outcome finish_failed(const std::string& desc, outcome out) {
+    if (!out.connection_lost)
+      (void)call(abort_transaction_req{desc});
+    return out;
+  }
+
+  target target_;
+  workload w_;
+  std::optional<connection> conn_;
+  std::uint64_t client_id_ = 0;
+  std::uint64_t seq_ = 0;
+  frame last_;
+  std::string last_bytes_;
+  std::vector<update_op> last_tx_updates_;
+};
+
+} // namespace
+
+std::unique_ptr<driver> make_antidote_driver(const target& t,
+                                             const workload& w,
+                                             std::uint64_t salt) {
+  return std::make_unique<antidote_driver>(t, w, salt);
+}
+
+} // namespace tally::load

@@ -1,0 +1,207 @@
+// End to end: tally-bench's load generator against a real tallyd launched
+// on a free loopback port with a fresh data directory. Compiled when CMake
+// defines TALLYD_PATH (tests/CMakeLists.txt).
+#ifdef TALLYD_PATH
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <csignal>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/load/runner.hpp"
+#include "client/connection.hpp"
+
+using namespace tally::load;
+
+namespace {
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+/// A tallyd child process on a free port; stopped and its directory removed
+/// at the end.
+class tallyd_process {
+public:
+  tallyd_process() {
+    char dir[] = "/tmp/tally-load-e2e-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(dir) != nullptr);
+    dir_ = dir;
+    port_ = free_port();
+    const std::string port = std::to_string(port_), data = dir_ + "/data",
+                      log = dir_ + "/tallyd.log";
+    pid_ = ::fork();
+    BOOST_REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      ::execl(TALLYD_PATH, TALLYD_PATH, "--port", port.c_str(), "--data-dir",
+              data.c_str(), "--partitions", "8", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      if (tally::connection::open("127.0.0.1", port_,
+                                  std::chrono::milliseconds(200)))
+        return;
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        stop();
+        BOOST_FAIL("tallyd exited at start, exit code " << WEXITSTATUS(st));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    stop();
+    BOOST_FAIL("tallyd did not accept connections within 10 s");
+  }
+  tallyd_process(const tallyd_process&) = delete;
+  tallyd_process& operator=(const tallyd_process&) = delete;
+  ~tallyd_process() { stop(); }
+
+  target url() const {
+    target t;
+    BOOST_REQUIRE(parse_target("antidote://127.0.0.1:" + std::to_string(port_),
+                               t)
+                  == "");
+    return t;
+  }
+
+private:
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+      pid_ = -1;
+    }
+    if (!dir_.empty()) {
+      const std::string cmd = "rm -rf '" + dir_ + "'";
+      if (std::system(cmd.c_str()) != 0)
+        BOOST_TEST_MESSAGE("could not remove " << dir_);
+      dir_.clear();
+    }
+  }
+
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+boost::test_tools::assertion_result tallyd_built(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result ok{::access(TALLYD_PATH, X_OK) == 0};
+  if (!ok)
+    ok.message() << TALLYD_PATH << " is not built (build target tallyd)";
+  return ok;
+}
+
+/// A few hundred operations; the keys spread over 64 buckets keep every
+/// node-side FBF far from its false-positive regime (docs/CLIENT.md), so a
+/// wrong sum means a bug.
+workload small(std::uint64_t ops) {
+  workload w;
+  w.ops = ops;
+  w.connections = 4;
+  w.outstanding = 4;
+  w.keys = 200;
+  w.buckets = 64;
+  w.progress = false;
+  w.timeout_ms = 10000;
+  return w;
+}
+
+void report(const result& r) {
+  char* buf = nullptr;
+  std::size_t len = 0;
+  std::FILE* f = ::open_memstream(&buf, &len);
+  print_table(f, r);
+  std::fclose(f);
+  BOOST_TEST_MESSAGE(std::string(buf, len));
+  std::free(buf);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e, *boost::unit_test::precondition(tallyd_built))
+
+BOOST_AUTO_TEST_CASE(static_load_with_resends_is_exactly_once_with_op_ids) {
+  tallyd_process node;
+  workload w = small(600);
+  w.read_weight = 50;
+  w.write_weight = 50;
+  w.retry_rate = 0.2;
+  result r = run(node.url(), w);
+  report(r);
+  BOOST_REQUIRE_MESSAGE(!r.failed, r.failure);
+  BOOST_TEST(r.total_ops() == 600u);
+  BOOST_TEST(r.ops[0] > 0u);
+  BOOST_TEST(r.ops[1] > 0u);
+  BOOST_TEST(r.errors.empty());
+  BOOST_TEST(r.resent > 0u);
+  BOOST_REQUIRE(r.verified);
+  BOOST_TEST(r.expected_sum == 300);
+  BOOST_TEST(r.actual_sum == r.expected_sum);
+  BOOST_TEST(r.keys_off == 0u);
+  BOOST_TEST(r.relative_error() == 0.0);
+  BOOST_TEST(!r.timeline.empty());
+  BOOST_TEST(csv_text(r).rfind("second,read_ops,read_p50_ms", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(without_op_ids_the_resends_apply_twice) {
+  tallyd_process node;
+  workload w = small(400);
+  w.read_weight = 0;
+  w.write_weight = 1;
+  w.retry_rate = 0.2;
+  w.op_ids = false;
+  result r = run(node.url(), w);
+  report(r);
+  BOOST_REQUIRE_MESSAGE(!r.failed, r.failure);
+  BOOST_TEST(r.errors.empty());
+  BOOST_REQUIRE(r.verified);
+  BOOST_TEST(r.expected_sum == 400);
+  BOOST_TEST(r.actual_sum == 400 + static_cast<std::int64_t>(r.resent));
+}
+
+BOOST_AUTO_TEST_CASE(interactive_transactions_for_a_bounded_time) {
+  tallyd_process node;
+  workload w = small(1);
+  w.ops.reset();
+  w.duration_s = 1.5;
+  w.mode = mode_kind::interactive;
+  w.mode_reads = 2;
+  w.mode_writes = 2;
+  w.retry_rate = 0.2;
+  w.inc = 3;
+  result r = run(node.url(), w);
+  report(r);
+  BOOST_REQUIRE_MESSAGE(!r.failed, r.failure);
+  BOOST_TEST(r.ops[2] > 0u);
+  BOOST_TEST(r.errors.empty());
+  BOOST_REQUIRE(r.verified);
+  BOOST_TEST(r.expected_sum == static_cast<std::int64_t>(r.ops[2]) * 2 * 3);
+  BOOST_TEST(r.actual_sum == r.expected_sum);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#endif // TALLYD_PATH
