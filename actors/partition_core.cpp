@@ -40,10 +40,16 @@ namespace {
 class journal_source final : public entry_source {
 public:
   explicit journal_source(journal& log) : log_(log) {}
-  expected<entry_image> fetch(const object_key& key, crdt_type) override {
+  expected<entry_image> fetch(const object_key& key, crdt_type type) override {
     auto effects = log_.read_committed(key);
     if (!effects)
       return effects.err();
+    for (const auto& e : *effects)
+      if (e.type != type)
+        return make_error(errc::wrong_type,
+                          "key " + key.bucket + "/" + key.key + " holds a "
+                            + std::string{to_string(e.type)} + ", not a "
+                            + std::string{to_string(type)});
     return entry_image{std::nullopt, std::move(*effects)};
   }
 

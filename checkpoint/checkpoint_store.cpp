@@ -180,7 +180,8 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
       auto& f = folds[*enc];
       f.type = u.type;
       f.effects.push_back(
-        committed_effect{u.at, tx, t.commit_time, std::move(u.effect), t.commit});
+        committed_effect{u.at, tx, t.commit_time, std::move(u.effect), t.commit,
+                         u.type});
       f.last_commit = std::max(f.last_commit, t.commit);
       plan.unindex.emplace_back(std::move(*enc), index_value{t.commit, u.at});
       ++report.effects_folded;

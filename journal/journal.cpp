@@ -317,7 +317,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
                   recovered_op{*u.op, u.key.bucket, r.wall_time_us, pos});
               if (collect_effects && !folded)
                 out.effects[u.key].push_back(committed_effect{
-                  upos, r.tx, r.commit_time, std::move(u.effect), pos});
+                  upos, r.tx, r.commit_time, std::move(u.effect), pos, u.type});
             }
             txs.erase(it);
           } else {
@@ -763,7 +763,7 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
                           + ", which is not an update of " + key.bucket + "/"
                           + key.key + " by the committing transaction");
     out.push_back(committed_effect{iv->update, u->tx, commit.commit_time,
-                                   std::move(u->effect), iv->commit});
+                                   std::move(u->effect), iv->commit, u->type});
   }
   if (!more)
     return more.err();
@@ -772,24 +772,27 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
 
 expected<std::vector<committed_effect>>
 journal::scan_committed(const object_key& key, lsn after_lsn) {
-  std::unordered_map<tx_id, std::vector<std::pair<lsn, crdt_effect>>,
-                     tx_id_hash>
-    open;
+  struct open_update {
+    lsn at;
+    crdt_effect effect;
+    crdt_type type;
+  };
+  std::unordered_map<tx_id, std::vector<open_update>, tx_id_hash> open;
   std::vector<committed_effect> out;
   const bool has_checkpoint = checkpoint_.sequence > 0;
   auto st = scan(truncation_, next_, [&](lsn at, const journal_record& rec) {
     if (auto* u = std::get_if<update_record>(&rec)) {
       if (u->key == key)
-        open[u->tx].emplace_back(at, u->effect);
+        open[u->tx].push_back({at, u->effect, u->type});
     } else if (auto* c = std::get_if<commit_record>(&rec)) {
       auto it = open.find(c->tx);
       if (it == open.end())
         return true;
       bool folded = has_checkpoint && c->commit_time <= checkpoint_.time;
       if (!folded && at > after_lsn)
-        for (auto& [upos, eff] : it->second)
-          out.push_back(committed_effect{upos, c->tx, c->commit_time,
-                                         std::move(eff), at});
+        for (auto& ou : it->second)
+          out.push_back(committed_effect{ou.at, c->tx, c->commit_time,
+                                         std::move(ou.effect), at, ou.type});
       open.erase(it);
     } else if (auto* a = std::get_if<abort_record>(&rec)) {
       open.erase(a->tx);

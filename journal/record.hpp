@@ -73,6 +73,9 @@ struct committed_effect {
   // read_committed(key, after_lsn) compares `after_lsn` with. 0 when the
   // producer did not say (e.g. an effect built by hand in a test).
   lsn commit_position = 0;
+  // The CRDT type the update was written as, so that a reader can refuse a
+  // key read as another type even when it is not cached.
+  crdt_type type = crdt_type::counter;
 };
 
 /// The transaction a record belongs to.

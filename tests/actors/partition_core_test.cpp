@@ -164,6 +164,20 @@ BOOST_AUTO_TEST_CASE(reopen_recovers_values_clock_and_dismisses_old_op_ids) {
   BOOST_TEST(p->prepare_time > t);
 }
 
+BOOST_AUTO_TEST_CASE(uncached_key_read_as_another_type_is_wrong_type) {
+  std::uint64_t t = 0;
+  {
+    auto c = open();
+    t = commit1(*c, {1, 1}, {inc("x", 3)});
+  }
+  auto c = open(); // cold cache: the read loads the key from the journal
+  auto v = c->read(key("x"), crdt_type::fatcounter, vector_clock{{local_dc, t}}, {});
+  BOOST_REQUIRE(!v);
+  BOOST_TEST(v.err().code() == errc::wrong_type);
+  BOOST_TEST(v.err().message().find("holds a counter") != std::string::npos);
+  BOOST_TEST(value_at(*c, "x", t) == 3); // the right type still reads
+}
+
 BOOST_AUTO_TEST_CASE(prepared_transaction_survives_reopen_and_can_commit) {
   std::uint64_t prep = 0;
   {
