@@ -22,6 +22,7 @@
 
 #include "client/client.hpp"
 #include "tests/support/seeded_rng.hpp"
+#include "tests/support/tallyd_process.hpp"
 
 using namespace tally;
 using namespace std::chrono_literals;
@@ -36,98 +37,20 @@ void pause_ms(long ms) {
   }
 }
 
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-/// A tallyd child process; killed and its data directory removed at the
-/// end.
+/// A tallyd child process (tests/support/tallyd_process.hpp) with its own
+/// data directory; stopped, and the directory removed, at the end.
 class tallyd_process {
 public:
-  tallyd_process() {
-    char dir[] = "/tmp/tally-client-e2e-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir) != nullptr);
-    dir_ = dir;
-    port_ = free_port();
-    auto port = std::to_string(port_);
-    auto data = dir_ + "/data";
-    auto log = dir_ + "/tallyd.log";
-    pid_ = ::fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<std::string> args{TALLYD_PATH, "--port", port,
-                                    "--data-dir", data, "--partitions", "8"};
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    // Wait (bounded) until it accepts connections.
-    for (int i = 0; i < 500; ++i) {
-      client_options opts;
-      opts.port = port_;
-      opts.timeout = 200ms;
-      if (client::connect(opts))
-        return;
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        std::string out;
-        if (FILE* f = std::fopen(log.c_str(), "r")) {
-          char buf[2048];
-          out.assign(buf, std::fread(buf, 1, sizeof(buf), f));
-          std::fclose(f);
-        }
-        stop();
-        BOOST_FAIL("tallyd exited at start (exit code " << WEXITSTATUS(st)
-                                                  << "): " << out);
-      }
-      pause_ms(20);
-    }
-    stop(); // a constructor that throws gets no destructor call
-    BOOST_FAIL("tallyd did not accept connections within 10 s");
+  tallyd_process() : node_(dir_.path + "/data", "batch") {
+    BOOST_REQUIRE_MESSAGE(node_.start(),
+                          "tallyd did not start and accept connections");
   }
-  tallyd_process(const tallyd_process&) = delete;
-  tallyd_process& operator=(const tallyd_process&) = delete;
-  ~tallyd_process() { stop(); }
-
-  std::uint16_t port() const { return port_; }
-  pid_t pid() const { return pid_; }
+  std::uint16_t port() const { return node_.port; }
+  pid_t pid() const { return node_.pid; }
 
 private:
-  /// Ends the process and removes the data directory. Idempotent.
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGCONT);
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-      pid_ = -1;
-    }
-    if (!dir_.empty()) {
-      std::string cmd = "rm -rf '" + dir_ + "'";
-      if (std::system(cmd.c_str()) != 0)
-        BOOST_TEST_MESSAGE("could not remove " << dir_);
-      dir_.clear();
-    }
-  }
-
-  std::string dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  tally::test::temp_dir dir_; // declared first: outlives the process
+  tally::test::server node_;
 };
 
 client connect_to(std::uint16_t port, std::chrono::milliseconds timeout,

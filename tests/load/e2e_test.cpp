@@ -21,90 +21,32 @@
 
 #include "bench/load/runner.hpp"
 #include "client/connection.hpp"
+#include "tests/support/tallyd_process.hpp"
 
 using namespace tally::load;
 
 namespace {
 
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-/// A tallyd child process on a free port; stopped and its directory removed
-/// at the end.
+/// A tallyd child process (tests/support/tallyd_process.hpp) with its own
+/// data directory; stopped, and the directory removed, at the end.
 class tallyd_process {
 public:
-  tallyd_process() {
-    char dir[] = "/tmp/tally-load-e2e-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir) != nullptr);
-    dir_ = dir;
-    port_ = free_port();
-    const std::string port = std::to_string(port_), data = dir_ + "/data",
-                      log = dir_ + "/tallyd.log";
-    pid_ = ::fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      ::execl(TALLYD_PATH, TALLYD_PATH, "--port", port.c_str(), "--data-dir",
-              data.c_str(), "--partitions", "8", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {
-      if (tally::connection::open("127.0.0.1", port_,
-                                  std::chrono::milliseconds(200)))
-        return;
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        stop();
-        BOOST_FAIL("tallyd exited at start, exit code " << WEXITSTATUS(st));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    stop();
-    BOOST_FAIL("tallyd did not accept connections within 10 s");
+  tallyd_process() : node_(dir_.path + "/data", "batch") {
+    BOOST_REQUIRE_MESSAGE(node_.start(),
+                          "tallyd did not start and accept connections");
   }
-  tallyd_process(const tallyd_process&) = delete;
-  tallyd_process& operator=(const tallyd_process&) = delete;
-  ~tallyd_process() { stop(); }
 
   target url() const {
     target t;
-    BOOST_REQUIRE(parse_target("antidote://127.0.0.1:" + std::to_string(port_),
+    BOOST_REQUIRE(parse_target("antidote://127.0.0.1:" + std::to_string(node_.port),
                                t)
                   == "");
     return t;
   }
 
 private:
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-      pid_ = -1;
-    }
-    if (!dir_.empty()) {
-      const std::string cmd = "rm -rf '" + dir_ + "'";
-      if (std::system(cmd.c_str()) != 0)
-        BOOST_TEST_MESSAGE("could not remove " << dir_);
-      dir_.clear();
-    }
-  }
-
-  std::string dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  tally::test::temp_dir dir_; // declared first: outlives the process
+  tally::test::server node_;
 };
 
 boost::test_tools::assertion_result tallyd_built(boost::unit_test::test_unit_id) {

@@ -1,0 +1,135 @@
+// The real tallyd binary as a child process on 127.0.0.1, for the suites
+// that test against it (tests/actors, tests/client, tests/load): a free port,
+// a temporary data dir, a bounded wait until it accepts connections, and a
+// stop that reports the exit status. Include only from a suite whose target
+// gets TALLYD_PATH (tests/CMakeLists.txt).
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#ifndef TALLYD_PATH
+#error "TALLYD_PATH must name the tallyd binary (tests/CMakeLists.txt)"
+#endif
+
+namespace tally::test {
+
+inline std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// A connected socket (TCP_NODELAY, 10 s receive timeout), or -1.
+inline int try_connect(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{10, 0}; // a test never hangs on a silent server
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// One tallyd process.
+struct server {
+  std::string dir;
+  std::uint16_t port = 0;
+  pid_t pid = -1;
+  std::string mode;
+
+  server(std::string data_dir, std::string durability)
+      : dir(std::move(data_dir)), mode(std::move(durability)) {}
+  ~server() {
+    if (pid > 0)
+      stop(SIGKILL);
+  }
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Starts tallyd; returns false if it does not accept connections after
+  // 500 attempts 10 ms apart.
+  bool start(std::vector<std::string> extra = {}) {
+    port = free_port();
+    pid = ::fork();
+    if (pid == 0) {
+      std::vector<std::string> args{TALLYD_PATH, "--data-dir", dir, "--port",
+                                    std::to_string(port), "--partitions", "8",
+                                    "--durability", mode, "--log-level", "warn"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(TALLYD_PATH, argv.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      int fd = try_connect(port);
+      if (fd >= 0) {
+        ::close(fd);
+        return true;
+      }
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Sends `sig` and returns the exit status.
+  int stop(int sig = SIGTERM) {
+    ::kill(pid, SIGCONT); // a test may have paused it (SIGSTOP)
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return status;
+  }
+};
+
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    std::random_device rd;
+    path = (std::filesystem::temp_directory_path()
+            / ("tallyd-test-" + std::to_string(rd())))
+             .string();
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
+
+} // namespace tally::test
