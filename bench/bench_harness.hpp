@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -74,6 +75,22 @@ time_runs(int runs, std::uint64_t iters,
       / static_cast<double>(iters));
   }
   return ns_per_op;
+}
+
+/// The options every benchmark binary shares: `--seed S`, `--runs N` (at
+/// least 1) and `--workload NAME` (run one workload). Returns true when `arg`
+/// was one of them and stored `value` into `o` (fields seed, runs, only).
+template <class Options>
+bool take_common_option(const std::string& arg, const char* value, Options& o) {
+  if (arg == "--seed")
+    o.seed = std::strtoull(value, nullptr, 10);
+  else if (arg == "--runs")
+    o.runs = std::max(1, std::atoi(value));
+  else if (arg == "--workload")
+    o.only = value;
+  else
+    return false;
+  return true;
 }
 
 /// One result line: "<name> <median> ns/op (min <min>, max <max>, <runs> runs)"

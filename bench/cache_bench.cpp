@@ -64,16 +64,12 @@ bool parse(int argc, char** argv, options& o) {
       return false;
     }
     const char* v = argv[++i];
-    if (arg == "--seed")
-      o.seed = std::strtoull(v, nullptr, 10);
-    else if (arg == "--runs")
-      o.runs = std::max(1, std::atoi(v));
-    else if (arg == "--iters")
+    if (bench::take_common_option(arg, v, o))
+      continue;
+    if (arg == "--iters")
       o.iters = std::max<std::uint64_t>(1, std::strtoull(v, nullptr, 10));
     else if (arg == "--keys")
       o.keys = std::max<std::size_t>(1, std::strtoull(v, nullptr, 10));
-    else if (arg == "--workload")
-      o.only = v;
     else {
       std::fprintf(stderr, "unknown option %s (see --help)\n", arg.c_str());
       return false;

@@ -80,13 +80,9 @@ bool parse(int argc, char** argv, options& o) {
       return false;
     }
     const char* v = argv[++i];
-    if (arg == "--seed")
-      o.seed = std::strtoull(v, nullptr, 10);
-    else if (arg == "--runs")
-      o.runs = std::max(1, std::atoi(v));
-    else if (arg == "--workload")
-      o.only = v;
-    else if (arg == "--dir")
+    if (bench::take_common_option(arg, v, o))
+      continue;
+    if (arg == "--dir")
       o.dir = v;
     else {
       std::fprintf(stderr, "unknown option %s (see --help)\n", arg.c_str());
