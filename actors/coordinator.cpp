@@ -9,9 +9,11 @@
 
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "actors/log.hpp"
 #include "actors/node_context.hpp"
+#include "actors/wire.hpp"
 #include "protocol/descriptor.hpp"
 #include "ring/partition.hpp"
 
@@ -39,6 +41,35 @@ error from_caf(const caf::error& e) {
     return make_error(errc::timeout, "a partition did not answer in time");
   return make_error(errc::unavailable,
                     "a partition is unavailable (node shutting down?)");
+}
+
+// The actor serving partition `p` now (node_context::routes), or why none
+// can: a partition on a node that is down fails here at once.
+expected<caf::actor> route_of(const node_context& ctx, std::uint32_t p) {
+  auto table = ctx.routes->load();
+  if (p >= table->size())
+    return make_error(errc::unavailable, "partition " + std::to_string(p)
+                                           + " is not routed yet");
+  const auto& r = (*table)[p];
+  if (!r.handle)
+    return make_error(errc::unavailable, r.why.empty()
+                                           ? "partition " + std::to_string(p)
+                                               + " is unavailable"
+                                           : r.why);
+  return r.handle;
+}
+
+// A partition's reply bytes, decoded; a reply that does not decode is an
+// error of the whole request.
+template <class T>
+T decode_reply(const std::string& bytes) {
+  auto r = decode_wire<T>(bytes);
+  if (!r) {
+    T out;
+    out.err = r.err();
+    return out;
+  }
+  return std::move(*r);
 }
 
 // The node's stable time: the physical clock, lowered below every prepared
@@ -139,12 +170,21 @@ void read_objects(Self* self, tx_state& st,
         g->done(std::move(g->values));
     }
   };
+  std::vector<caf::actor> targets;
+  for (auto& [p, slot] : by_part) {
+    auto target = route_of(*st.ctx, p);
+    if (!target)
+      return g->done(target.err());
+    targets.push_back(std::move(*target));
+  }
+  std::size_t t = 0;
   for (auto& [p, slot] : by_part) {
     auto idx = slot.second;
-    self->request(st.ctx->partitions[p], st.ctx->limits.request_timeout,
-                  std::move(slot.first))
+    self->request(targets[t++], st.ctx->limits.request_timeout,
+                  part_read_atom::value, encode_wire(slot.first))
       .then(
-        [g, idx, finish_one](part_read_resp& r) {
+        [g, idx, finish_one](std::string& bytes) {
+          auto r = decode_reply<part_read_resp>(bytes);
           if (r.err)
             g->err = *r.err;
           else
@@ -165,12 +205,23 @@ void commit_tx(Self* self, tx_state& st, time_cb done) {
   auto ctx = st.ctx;
   if (st.writes.empty())
     return done(st.snapshot_time); // read-only: commits at its snapshot
+  // Every participant is routed before anything is sent: a partition that
+  // is unavailable fails the commit with nothing prepared anywhere.
+  std::map<std::uint32_t, caf::actor> targets;
+  for (const auto& w : st.writes) {
+    auto target = route_of(*ctx, w.first);
+    if (!target)
+      return done(target.err());
+    targets.emplace(w.first, std::move(*target));
+  }
   if (st.writes.size() == 1) {
     auto& [p, ups] = *st.writes.begin();
-    self->request(ctx->partitions[p], ctx->limits.request_timeout,
-                  part_prepare_req{st.tx, std::move(ups), st.snapshot_time, false})
+    self->request(targets[p], ctx->limits.request_timeout, part_prepare_atom::value,
+                  encode_wire(part_prepare_req{st.tx, std::move(ups),
+                                               st.snapshot_time, false}))
       .then(
-        [done](part_time_resp& r) {
+        [done](std::string& bytes) {
+          auto r = decode_reply<part_time_resp>(bytes);
           if (r.err)
             done(*r.err);
           else
@@ -184,7 +235,7 @@ void commit_tx(Self* self, tx_state& st, time_cb done) {
     std::size_t left = 0;
     std::uint64_t max_time = 0;
     std::optional<error> err;
-    std::vector<std::uint32_t> parts;
+    std::vector<caf::actor> parts;
   };
   auto g = std::make_shared<gather>();
   g->left = st.writes.size();
@@ -193,18 +244,19 @@ void commit_tx(Self* self, tx_state& st, time_cb done) {
     if (--g->left != 0)
       return;
     if (g->err) {
-      for (auto p : g->parts)
-        self->send(ctx->partitions[p], part_abort_req{tx});
+      for (const auto& p : g->parts)
+        self->send(p, part_abort_atom::value, encode_wire(part_abort_req{tx}));
       return done(*g->err);
     }
     auto commit_time = g->max_time;
     auto c = std::make_shared<gather>();
     c->left = g->parts.size();
-    for (auto p : g->parts)
-      self->request(ctx->partitions[p], ctx->limits.request_timeout,
-                    part_commit_req{tx, commit_time})
+    for (const auto& p : g->parts)
+      self->request(p, ctx->limits.request_timeout, part_commit_atom::value,
+                    encode_wire(part_commit_req{tx, commit_time}))
         .then(
-          [c, commit_time, done](part_ack& a) {
+          [c, commit_time, done](std::string& bytes) {
+            auto a = decode_reply<part_ack>(bytes);
             if (a.err)
               c->err = *a.err;
             if (--c->left == 0) {
@@ -221,11 +273,13 @@ void commit_tx(Self* self, tx_state& st, time_cb done) {
           });
   };
   for (auto& [p, ups] : st.writes) {
-    g->parts.push_back(p);
-    self->request(ctx->partitions[p], ctx->limits.request_timeout,
-                  part_prepare_req{tx, std::move(ups), st.snapshot_time, true})
+    g->parts.push_back(targets[p]);
+    self->request(targets[p], ctx->limits.request_timeout, part_prepare_atom::value,
+                  encode_wire(part_prepare_req{tx, std::move(ups),
+                                               st.snapshot_time, true}))
       .then(
-        [g, on_prepared](part_time_resp& r) {
+        [g, on_prepared](std::string& bytes) {
+          auto r = decode_reply<part_time_resp>(bytes);
           if (r.err)
             g->err = *r.err;
           else

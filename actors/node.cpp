@@ -5,7 +5,13 @@
 #include <filesystem>
 #include <system_error>
 
+#include <fstream>
+#include <mutex>
+
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -14,7 +20,9 @@
 
 #include "actors/client_endpoint.hpp"
 #include "actors/coordinator.hpp"
+#include "actors/handoff.hpp"
 #include "actors/log.hpp"
+#include "actors/membership.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
 #include "ring/partition.hpp"
@@ -64,6 +72,76 @@ status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores) {
 
 } // namespace
 
+namespace {
+
+// A free TCP port on `bind` (the kernel's choice), for a first start with
+// --port 0 and no --cluster-port: the node id needs the port before the
+// cluster port is published.
+expected<std::uint16_t> free_port(const std::string& bind) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return make_error(errc::io_error, std::string{"socket: "} + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = 0;
+  if (::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1)
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    return make_error(errc::unavailable, std::string{"no free port: "} + std::strerror(err));
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string node_id_path(const std::filesystem::path& root) {
+  return (root / "cluster" / "node").string();
+}
+
+// The node's id: the one this data dir was first started with (a ring
+// names its members by id, so it never changes), else a new one from the
+// cluster port.
+expected<std::string> find_node_id(const std::filesystem::path& root,
+                                   const node_config& cfg) {
+  std::ifstream in{node_id_path(root)};
+  std::string saved;
+  if (in && std::getline(in, saved) && !saved.empty()) {
+    auto addr = node_address(saved);
+    if (!addr)
+      return make_error(errc::corrupt, node_id_path(root) + ": " + addr.err().message());
+    if (cfg.cluster_port && *cfg.cluster_port != 0 && *cfg.cluster_port != addr->second)
+      return make_error(errc::bad_config,
+                        "this data dir belongs to node " + saved + ": start it with --cluster-port "
+                          + std::to_string(addr->second) + " (or without --cluster-port)");
+    return saved;
+  }
+  std::uint16_t port = 0;
+  if (cfg.cluster_port && *cfg.cluster_port != 0)
+    port = *cfg.cluster_port;
+  else if (!cfg.cluster_port && cfg.port != 0 && cfg.port <= 65535 - 1000)
+    port = static_cast<std::uint16_t>(cfg.port + 1000);
+  if (port == 0) {
+    auto free = free_port(cfg.bind);
+    if (!free)
+      return free.err();
+    port = *free;
+  }
+  auto id = make_node_id(cfg.bind, port);
+  std::error_code ec;
+  std::filesystem::create_directories(root / "cluster", ec);
+  std::ofstream out{node_id_path(root), std::ios::trunc};
+  out << id << "\n";
+  out.flush();
+  if (!out)
+    return make_error(errc::io_error, "cannot write " + node_id_path(root));
+  return id;
+}
+
+} // namespace
+
 expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                                             const node_config& cfg) {
   if (auto ok = check_partition_count(cfg.partitions); !ok)
@@ -73,6 +151,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   std::error_code ec;
   fs::path root{cfg.data_dir};
   fs::create_directories(root / "partitions", ec);
+  if (!ec)
+    fs::create_directories(root / "cluster", ec);
   if (ec)
     return make_error(errc::io_error, "unusable data dir " + cfg.data_dir
                                         + ": " + ec.message());
@@ -87,15 +167,82 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                       "data dir " + cfg.data_dir
                         + " is in use by another tallyd (" + lock_path
                         + " is locked)");
-  // Open and recover every partition before serving anything.
-  std::vector<std::unique_ptr<partition_core>> cores;
-  std::uint64_t max_clock = 0;
-  for (std::uint32_t i = 0; i < cfg.partitions; ++i) {
+  if (auto left = remove_handoff_leftovers(cfg.data_dir); !left)
+    return left.err();
+  else if (*left != 0)
+    log(log_level::info, "removed ", *left, " leftover(s) of interrupted handoffs");
+  auto id = find_node_id(root, cfg);
+  if (!id)
+    return id.err();
+  self->id_ = *id;
+  auto addr = node_address(*id);
+  if (!addr)
+    return addr.err();
+  self->cluster_port_ = addr->second;
+  auto present = present_partitions(cfg.data_dir, std::max<std::uint32_t>(cfg.partitions, max_partition_count));
+  if (!present)
+    return present.err();
+  // The ring: saved, joined, or new with this node owning everything.
+  auto saved = load_ring(cfg.data_dir);
+  if (!saved)
+    return saved.err();
+  std::optional<ring_state> ring = std::move(*saved);
+  bool founder = false;
+  if (ring) {
+    if (ring->partition_count() != cfg.partitions)
+      return make_error(errc::bad_config,
+                        "this data dir holds a ring of " + std::to_string(ring->partition_count())
+                          + " partitions: start with --partitions "
+                          + std::to_string(ring->partition_count()));
+  } else if (!cfg.join.empty()) {
+    if (!present->empty())
+      return make_error(errc::bad_config,
+                        "data dir " + cfg.data_dir + " already holds partitions of a "
+                          "node that is in no cluster: use an empty data dir to join");
+    auto seed = parse_host_port(cfg.join);
+    if (!seed)
+      return make_error(errc::invalid_argument, "--join: " + seed.err().message());
+    log(log_level::info, "joining the cluster through ", cfg.join, " as ", *id);
+    auto joined = join_cluster(sys, seed->first, seed->second, *id, cfg.partitions,
+                               cfg.limits.request_timeout);
+    if (!joined)
+      return joined.err();
+    ring = std::move(*joined);
+  } else {
+    auto fresh = ring_state::create(*id, cfg.partitions, 1);
+    if (!fresh)
+      return fresh.err();
+    ring = std::move(*fresh);
+    founder = present->empty();
+  }
+  if (auto s = save_ring(cfg.data_dir, *ring); !s)
+    return s.err();
+  for (auto p : *present)
+    if (p >= cfg.partitions)
+      return make_error(errc::bad_config,
+                        "data dir holds partition " + std::to_string(p) + " but the ring has "
+                          + std::to_string(cfg.partitions) + " partitions");
+  // A founder creates every partition; any other node holds what it has on
+  // disk and receives the rest by handoff.
+  std::vector<std::uint32_t> held = *present;
+  if (founder || (present->empty() && ring->members().size() == 1)) {
+    held.clear();
+    for (std::uint32_t i = 0; i < cfg.partitions; ++i)
+      held.push_back(i);
+  }
+  auto opts_for = [cfg, root](std::uint32_t i) {
     partition_options po;
     po.index = i;
     po.path = (root / "partitions" / std::to_string(i)).string();
     po.mode = cfg.mode;
     po.fbf = tallyd_fbf_config(); // docs/NODE.md, "Exactly-once"
+    return po;
+  };
+  // Open and recover every held partition before serving anything.
+  std::vector<std::unique_ptr<partition_core>> cores;
+  std::uint64_t max_clock = 0;
+  for (auto i : held) {
+    auto po = opts_for(i);
     auto core = partition_core::open(po);
     if (!core)
       return make_error(core.err().code(), "partition " + std::to_string(i)
@@ -108,18 +255,55 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     return st.err();
   auto ctx = std::make_shared<node_context>();
   ctx->q = cfg.partitions;
-  // The owner name carries the configured port; with --port 0 the node
-  // name stays "...:0" (one node: only the incarnation must differ).
-  ctx->owner = "tally@" + cfg.bind + ":" + std::to_string(cfg.port);
+  ctx->owner = *id;
   ctx->incarnation = std::max(wall_clock_us(), max_clock + 1);
   ctx->limits = cfg.limits;
-  ctx->board = std::make_shared<safe_board>(cores.size());
-  for (std::size_t i = 0; i < cores.size(); ++i)
-    ctx->partitions.push_back(spawn_partition(sys, std::move(cores[i]),
-                                              cfg.detached_partitions,
-                                              board_slot(ctx->board, i)));
+  ctx->board = std::make_shared<safe_board>(cfg.partitions);
+  std::vector<caf::actor> local(cfg.partitions);
+  for (auto& core : cores) {
+    auto i = core->index();
+    local[i] = spawn_partition(sys, std::move(core), cfg.detached_partitions,
+                               board_slot(ctx->board, i));
+    self->actors_.push_back(local[i]);
+  }
+  ctx->routes->store(local_routes(local, *id));
+  // Partitions opened later (received by handoff, reopened) are spawned by
+  // the membership actor through this function; the node stops them too.
+  auto spawned = std::make_shared<std::vector<caf::actor>>();
+  auto spawned_mutex = std::make_shared<std::mutex>();
+  self->spawned_ = spawned;
+  self->spawned_mutex_ = spawned_mutex;
+  membership_config mc;
+  mc.self = *id;
+  mc.root = cfg.data_dir;
+  mc.q = cfg.partitions;
+  mc.request_timeout = cfg.limits.request_timeout;
+  mc.request_shutdown = cfg.request_shutdown;
+  auto board = ctx->board;
+  bool detached = cfg.detached_partitions;
+  mc.open_partition = [&sys, opts_for, board, detached, spawned,
+                       spawned_mutex](std::uint32_t i) -> expected<caf::actor> {
+    auto core = partition_core::open(opts_for(i));
+    if (!core)
+      return core.err();
+    auto a = spawn_partition(sys, std::move(*core), detached, board_slot(board, i));
+    std::lock_guard<std::mutex> guard{*spawned_mutex};
+    spawned->push_back(a);
+    return a;
+  };
+  ctx->membership = spawn_membership(sys, std::move(mc), std::move(*ring), local, ctx->routes);
+  self->actors_.push_back(ctx->membership);
+  auto published = sys.middleman().publish(ctx->membership, self->cluster_port_,
+                                           cfg.bind.c_str(), true);
+  if (!published) {
+    self->stop();
+    return make_error(errc::unavailable,
+                      "cannot listen on cluster port " + cfg.bind + ":"
+                        + std::to_string(self->cluster_port_) + ": "
+                        + sys.render(published.error())
+                        + " (in use? pick another with --cluster-port)");
+  }
   ctx->tx_manager = spawn_tx_manager(sys, ctx);
-  self->actors_ = ctx->partitions;
   self->actors_.push_back(ctx->tx_manager);
   auto ep = start_client_endpoint(sys, ctx, cfg.bind, cfg.port);
   if (!ep) {
@@ -128,9 +312,9 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   }
   self->actors_.push_back(ep->first);
   self->port_ = ep->second;
-  log(log_level::info, "node ", ctx->owner, " serving ", cfg.partitions,
+  log(log_level::info, "node ", *id, " serving ", held.size(), " of ", cfg.partitions,
       " partitions from ", cfg.data_dir, " (durability ", cfg.mode,
-      ") on ", cfg.bind, ":", self->port_);
+      ") on ", cfg.bind, ":", self->port_, ", cluster port ", self->cluster_port_);
   return self;
 }
 
@@ -143,6 +327,12 @@ void node::stop() {
   for (auto i = actors_.rbegin(); i != actors_.rend(); ++i)
     caf::anon_send_exit(*i, caf::exit_reason::user_shutdown);
   actors_.clear();
+  if (spawned_) {
+    std::lock_guard<std::mutex> guard{*spawned_mutex_};
+    for (auto& a : *spawned_)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    spawned_->clear();
+  }
 }
 
 node::~node() {

@@ -1,13 +1,18 @@
-// A single Tally node (docs/NODE.md): opens every partition's journal under
-// <data-dir>/partitions/<index>, recovers, resolves transactions left
-// prepared by a crash, spawns the partition actors, the transaction manager
-// and the client endpoint. stop() sends an exit message to every long-lived
+// A Tally node (docs/NODE.md, docs/CLUSTER.md): finds its ring state (saved,
+// joined through --join, or new with itself as the only member), opens the
+// journals of the partitions it holds under <data-dir>/partitions/<index>,
+// recovers, resolves transactions left prepared by a crash, spawns the
+// partition actors, the transaction manager, the membership actor (published
+// on the cluster port) and the client endpoint. stop() sends an exit message to every long-lived
 // actor (CAF-NOTES.md, "Lifetime and shutdown"); the actor_system's
 // destructor then returns once they have flushed and quit.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,6 +38,13 @@ struct node_config {
   /// Partition actors on their own threads (default) or on the scheduler;
   /// docs/NODE.md, "Threading and disk I/O" has the measurement.
   bool detached_partitions = true;
+  /// The node-to-node port (docs/CLUSTER.md). nullopt: the one this data
+  /// dir used before, else client port + 1000, else (client port 0) any.
+  std::optional<std::uint16_t> cluster_port;
+  /// HOST:PORT of a member's cluster port to join through (first start).
+  std::string join;
+  /// Called from an actor's thread when this node has left the cluster.
+  std::function<void()> request_shutdown;
 };
 
 class node {
@@ -50,6 +62,8 @@ public:
   node& operator=(const node&) = delete;
 
   std::uint16_t port() const noexcept { return port_; }
+  std::uint16_t cluster_port() const noexcept { return cluster_port_; }
+  const std::string& id() const noexcept { return id_; }
 
   /// Sends exit messages to the endpoint, the transaction manager and every
   /// partition (which flush what is staged first). Idempotent.
@@ -58,8 +72,13 @@ public:
 private:
   node() = default;
 
-  std::vector<caf::actor> actors_; // endpoint, tx manager, partitions
+  std::vector<caf::actor> actors_; // endpoint, tx manager, membership, partitions
+  // Partition actors the membership spawned after startup (handoffs).
+  std::shared_ptr<std::vector<caf::actor>> spawned_;
+  std::shared_ptr<std::mutex> spawned_mutex_;
   std::uint16_t port_ = 0;
+  std::uint16_t cluster_port_ = 0;
+  std::string id_;
   int lock_fd_ = -1;
   bool stopped_ = false;
 };

@@ -51,13 +51,54 @@ board_slot(const std::shared_ptr<safe_board>& board, std::size_t i) {
   return {board, &board->blocked_from[i]};
 }
 
+/// Where requests for one partition go: the actor serving it (local, or a
+/// proxy of a remote one), or the reason none can (docs/CLUSTER.md,
+/// "Routing").
+struct route {
+  caf::actor handle;   // null: unavailable, `why` says why
+  std::string node;    // the node that serves (or owns) the partition
+  std::string why;     // the error message when handle is null
+};
+
+/// The routing table, rebuilt by the membership actor after every ring,
+/// peer or handoff change and published whole; readers (coordinators, on
+/// any thread) take a snapshot with load(). A stale snapshot only sends a
+/// request to a partition that forwards it or answers "unavailable".
+class routing {
+public:
+  explicit routing(std::vector<route> parts = {})
+      : table_(std::make_shared<const std::vector<route>>(std::move(parts))) {}
+
+  std::shared_ptr<const std::vector<route>> load() const {
+    return std::atomic_load(&table_);
+  }
+  void store(std::vector<route> parts) {
+    std::atomic_store(&table_, std::make_shared<const std::vector<route>>(
+                                 std::move(parts)));
+  }
+
+private:
+  std::shared_ptr<const std::vector<route>> table_;
+};
+
+/// A routing table whose every partition is the local actor at its index
+/// (one node, and the coordinator tests).
+inline std::vector<route> local_routes(const std::vector<caf::actor>& parts,
+                                       const std::string& node) {
+  std::vector<route> out;
+  for (const auto& a : parts)
+    out.push_back(route{a, node, {}});
+  return out;
+}
+
 struct node_context {
-  std::vector<caf::actor> partitions; // index = partition index
+  std::shared_ptr<routing> routes = std::make_shared<routing>();
   std::uint32_t q = 64;
   std::string owner;             // node name in transaction descriptors
   std::uint64_t incarnation = 0; // start time (us): new on every restart
   node_limits limits;
   caf::actor tx_manager;         // set before the endpoint accepts clients
+  caf::actor membership;         // answers admin requests (cluster status, leave)
   std::shared_ptr<safe_board> board;
 };
 

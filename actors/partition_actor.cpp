@@ -7,9 +7,11 @@
 
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "actors/log.hpp"
 #include "actors/partition_core.hpp"
+#include "actors/wire.hpp"
 
 namespace tally {
 
@@ -17,6 +19,9 @@ namespace {
 
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
+
+// How long a handoff waits for prepared transactions to commit or abort.
+constexpr std::chrono::milliseconds drain_wait{2000};
 
 struct waiting_write {
   caf::response_promise rp;
@@ -29,12 +34,36 @@ struct waiting_read {
   caf::response_promise rp;
 };
 
+// A request held while the partition is handed off (docs/CLUSTER.md,
+// "Handoff"): forwarded to the new owner once it has everything.
+struct deferred_request {
+  caf::atom_value kind;
+  std::string bytes;
+  caf::response_promise rp;
+  std::chrono::steady_clock::time_point since;
+};
+
+enum class partition_mode {
+  serving,    // the normal case
+  draining,   // a handoff waits for prepared transactions to finish:
+              // new prepares are deferred, everything else is served
+  closed,     // journal closed, files ready for the handoff: all deferred
+  forwarding, // handed off: every request goes to `target`
+};
+
 struct partition_state {
   std::unique_ptr<partition_core> core;
+  std::uint32_t index = 0;
   std::vector<waiting_write> writes;
   std::vector<waiting_read> reads;
   bool flush_scheduled = false;
   bool retry_scheduled = false;
+  partition_mode mode = partition_mode::serving;
+  std::vector<deferred_request> deferred;
+  caf::response_promise drained; // answered when the journal is closed
+  caf::actor target;             // mode forwarding
+  std::chrono::milliseconds defer_limit{10000};
+  std::chrono::steady_clock::time_point drain_deadline;
   std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
   static inline const char* name = "partition";
 };
@@ -74,13 +103,13 @@ void flush_now(partition_self self) {
   for (auto& w : writes) {
     if (!res) {
       if (w.is_ack)
-        w.rp.deliver(part_ack{res.err()});
+        w.rp.deliver(encode_wire(part_ack{res.err()}));
       else
-        w.rp.deliver(part_time_resp{res.err(), 0, 0});
+        w.rp.deliver(encode_wire(part_time_resp{res.err(), 0, 0}));
     } else if (w.is_ack) {
-      w.rp.deliver(part_ack{});
+      w.rp.deliver(encode_wire(part_ack{}));
     } else {
-      w.rp.deliver(std::move(w.time));
+      w.rp.deliver(encode_wire(w.time));
     }
   }
 }
@@ -109,7 +138,7 @@ void retry_reads(partition_self self) {
   for (auto& r : st.reads) {
     auto s = r.req.snapshot.get(local_dc);
     if (s <= safe)
-      r.rp.deliver(serve(*st.core, r.req));
+      r.rp.deliver(encode_wire(serve(*st.core, r.req)));
     else {
       ahead = std::max(ahead, s - safe);
       still.push_back(std::move(r));
@@ -125,76 +154,252 @@ void retry_reads(partition_self self) {
   }
 }
 
+// Delivers `bytes` through `rp` and returns it. A handler that made a
+// response promise must answer through it: CAF 0.17 moves the request's
+// reply address into the promise, so a value returned instead is lost.
+caf::response_promise answer(caf::response_promise& rp, std::string bytes) {
+  rp.deliver(std::move(bytes));
+  return rp;
+}
+
+// The reply a request of `kind` gets when it fails with `err`.
+std::string error_reply_bytes(caf::atom_value kind, const error& err) {
+  if (kind == part_read_atom::value)
+    return encode_wire(part_read_resp{err, {}});
+  if (kind == part_prepare_atom::value)
+    return encode_wire(part_time_resp{err, 0, 0});
+  return encode_wire(part_ack{err});
+}
+
+void defer(partition_self self, caf::atom_value kind, std::string bytes,
+           caf::response_promise rp) {
+  self->state.deferred.push_back(
+    {kind, std::move(bytes), std::move(rp), std::chrono::steady_clock::now()});
+}
+
+// Draining ends when nothing is prepared or staged: the journal is flushed
+// and closed, the board slot cleared, and the membership told the files
+// are ready to ship. A transaction still prepared at the drain deadline (one
+// left undecided by a crash, or a coordinator that went silent) does not
+// hold the handoff back: the new owner recovers it from the journal as it is.
+void close_if_drained(partition_self self) {
+  auto& st = self->state;
+  if (st.mode != partition_mode::draining || !st.core)
+    return;
+  bool past_deadline = std::chrono::steady_clock::now() >= st.drain_deadline;
+  if (!st.writes.empty() || st.core->has_staged()
+      || (st.core->prepared_count() != 0 && !past_deadline))
+    return;
+  for (auto& r : st.reads)
+    defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
+  st.reads.clear();
+  st.core.reset(); // closes the LMDB environment
+  if (st.slot)
+    st.slot->store(UINT64_MAX, std::memory_order_release);
+  st.mode = partition_mode::closed;
+  log(log_level::info, "partition ", st.index, ": closed for handoff (",
+      st.deferred.size(), " requests held)");
+  st.drained.deliver(drained_atom::value, st.index);
+}
+
+// Sends every held request on to `target`, except those held longer than a
+// coordinator waits (their coordinator has given up and may have aborted:
+// applying them late could leave a transaction prepared forever).
+void forward_deferred(partition_self self) {
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  auto held = std::move(st.deferred);
+  st.deferred.clear();
+  for (auto& d : held) {
+    if (now - d.since > st.defer_limit) {
+      d.rp.deliver(error_reply_bytes(
+        d.kind, make_error(errc::timeout, "partition " + std::to_string(st.index)
+                                            + " was moving to another node; retry")));
+      continue;
+    }
+    d.rp.delegate(st.target, d.kind, std::move(d.bytes));
+  }
+}
+
+// Requests while the partition is not serving: deferred, or forwarded.
+// Returns true when the request was taken care of here.
+bool divert(partition_self self, caf::atom_value kind, std::string& bytes,
+            caf::response_promise& rp) {
+  auto& st = self->state;
+  switch (st.mode) {
+    case partition_mode::serving:
+      return false;
+    case partition_mode::draining:
+      if (kind != part_prepare_atom::value)
+        return false;
+      defer(self, kind, std::move(bytes), rp);
+      return true;
+    case partition_mode::closed:
+      if (kind == part_abort_atom::value) {
+        // The abort of a held prepare: drop the prepare, never apply it.
+        auto req = decode_wire<part_abort_req>(bytes);
+        if (req) {
+          auto& held = st.deferred;
+          for (auto i = held.begin(); i != held.end(); ++i) {
+            if (i->kind != part_prepare_atom::value)
+              continue;
+            auto prep = decode_wire<part_prepare_req>(i->bytes);
+            if (prep && prep->tx == req->tx) {
+              i->rp.deliver(error_reply_bytes(
+                i->kind, make_error(errc::aborted, "transaction aborted")));
+              held.erase(i);
+              rp.deliver(encode_wire(part_ack{}));
+              return true;
+            }
+          }
+        }
+      }
+      defer(self, kind, std::move(bytes), rp);
+      return true;
+    case partition_mode::forwarding:
+      rp.delegate(st.target, kind, std::move(bytes));
+      return true;
+  }
+  return false;
+}
+
 caf::behavior partition_fn(partition_self self,
                            std::shared_ptr<std::unique_ptr<partition_core>> box,
                            std::shared_ptr<std::atomic<std::uint64_t>> slot) {
   self->state.core = std::move(*box);
+  self->state.index = self->state.core->index();
   self->state.slot = std::move(slot);
   publish(self);
   self->set_exit_handler([self](caf::exit_msg& msg) {
-    if (self->state.core->has_staged())
+    auto& st = self->state;
+    if (st.core && st.core->has_staged())
       flush_now(self);
-    for (auto& r : self->state.reads)
-      r.rp.deliver(part_read_resp{make_error(errc::unavailable, "node shutting down"), {}});
-    self->state.reads.clear();
+    for (auto& r : st.reads)
+      r.rp.deliver(encode_wire(
+        part_read_resp{make_error(errc::unavailable, "node shutting down"), {}}));
+    st.reads.clear();
+    for (auto& d : st.deferred)
+      d.rp.deliver(error_reply_bytes(
+        d.kind, make_error(errc::unavailable, "node shutting down")));
+    st.deferred.clear();
     self->quit(msg.reason);
   });
   return {
-    [self](part_read_req& req) -> caf::result<part_read_resp> {
+    [self](part_read_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      if (req.snapshot.get(local_dc) <= st.core->safe_time())
-        return serve(*st.core, req);
       auto rp = self->make_response_promise();
-      st.reads.push_back({std::move(req), rp});
+      if (divert(self, part_read_atom::value, bytes, rp))
+        return rp;
+      auto req = decode_wire<part_read_req>(bytes);
+      if (!req)
+        return answer(rp, encode_wire(part_read_resp{req.err(), {}}));
+      if (req->snapshot.get(local_dc) <= st.core->safe_time())
+        return answer(rp, encode_wire(serve(*st.core, *req)));
+      st.reads.push_back({std::move(*req), rp});
       retry_reads(self);
       return rp;
     },
-    [self](part_prepare_req& req) -> caf::result<part_time_resp> {
+    [self](part_prepare_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto out = st.core->stage_prepare(req.tx, std::move(req.updates),
-                                        req.snapshot_time, req.two_phase);
-      if (!out)
-        return part_time_resp{out.err(), 0, 0};
-      if (!req.two_phase) {
-        auto c = st.core->stage_commit(req.tx, out->prepare_time);
-        if (!c)
-          return part_time_resp{c.err(), 0, 0};
-      }
       auto rp = self->make_response_promise();
+      if (divert(self, part_prepare_atom::value, bytes, rp))
+        return rp;
+      auto req = decode_wire<part_prepare_req>(bytes);
+      if (!req)
+        return answer(rp, encode_wire(part_time_resp{req.err(), 0, 0}));
+      auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
+                                        req->snapshot_time, req->two_phase);
+      if (!out)
+        return answer(rp, encode_wire(part_time_resp{out.err(), 0, 0}));
+      if (!req->two_phase) {
+        auto c = st.core->stage_commit(req->tx, out->prepare_time);
+        if (!c)
+          return answer(rp, encode_wire(part_time_resp{c.err(), 0, 0}));
+      }
       st.writes.push_back(
         {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}});
       publish(self);
       schedule_flush(self);
       return rp;
     },
-    [self](part_commit_req& req) -> caf::result<part_ack> {
+    [self](part_commit_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto c = st.core->stage_commit(req.tx, req.commit_time);
-      if (!c)
-        return part_ack{c.err()};
       auto rp = self->make_response_promise();
+      if (divert(self, part_commit_atom::value, bytes, rp))
+        return rp;
+      auto req = decode_wire<part_commit_req>(bytes);
+      if (!req)
+        return answer(rp, encode_wire(part_ack{req.err()}));
+      auto c = st.core->stage_commit(req->tx, req->commit_time);
+      if (!c)
+        return answer(rp, encode_wire(part_ack{c.err()}));
       st.writes.push_back({rp, true, {}});
       schedule_flush(self);
       return rp;
     },
-    [self](part_abort_req& req) -> part_ack {
+    [self](part_abort_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto a = st.core->stage_abort(req.tx);
+      auto rp = self->make_response_promise();
+      if (divert(self, part_abort_atom::value, bytes, rp))
+        return rp;
+      auto req = decode_wire<part_abort_req>(bytes);
+      if (!req)
+        return answer(rp, encode_wire(part_ack{req.err()}));
+      auto a = st.core->stage_abort(req->tx);
       publish(self);
       if (st.core->has_staged())
         schedule_flush(self);
       retry_reads(self);
+      close_if_drained(self);
       if (!a)
-        return part_ack{a.err()};
-      return part_ack{};
+        return answer(rp, encode_wire(part_ack{a.err()}));
+      return answer(rp, encode_wire(part_ack{}));
     },
     [self](flush_atom) {
+      if (!self->state.core)
+        return;
       flush_now(self);
       retry_reads(self);
+      close_if_drained(self);
     },
     [self](retry_atom) {
       self->state.retry_scheduled = false;
-      retry_reads(self);
+      if (self->state.core)
+        retry_reads(self);
+      close_if_drained(self);
+    },
+    // Handoff (docs/CLUSTER.md): stop taking new prepares, finish the
+    // prepared ones, close the journal; answered with (drained, index).
+    [self](drain_atom, std::uint64_t defer_limit_ms)
+      -> caf::result<drained_atom, std::uint32_t> {
+      auto& st = self->state;
+      st.defer_limit = std::chrono::milliseconds(defer_limit_ms);
+      if (st.mode == partition_mode::closed)
+        return {drained_atom::value, st.index};
+      if (st.mode != partition_mode::serving)
+        return caf::make_error(caf::sec::invalid_argument);
+      st.mode = partition_mode::draining;
+      st.drain_deadline = std::chrono::steady_clock::now() + drain_wait;
+      self->delayed_send(self, drain_wait, retry_atom::value);
+      st.drained = self->make_response_promise();
+      auto rp = st.drained;
+      if (st.flush_scheduled || st.core->has_staged())
+        flush_now(self);
+      close_if_drained(self);
+      return rp;
+    },
+    // The new owner serves the partition: everything held and everything
+    // later goes to it.
+    [self](forward_atom, caf::actor& target) {
+      auto& st = self->state;
+      st.target = std::move(target);
+      st.mode = partition_mode::forwarding;
+      if (st.core) {
+        if (st.core->has_staged())
+          flush_now(self);
+        st.core.reset();
+      }
+      forward_deferred(self);
     },
   };
 }

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -27,7 +29,12 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --data-dir DIR          where partitions are stored (default ./data)
   --port N                client port (default 8087; 0 picks a free one)
   --bind ADDR             client address (default 127.0.0.1)
-  --partitions Q          ring size, a power of two (default 64)
+  --cluster-port N        node-to-node port (default: the one this data dir
+                          used before, else client port + 1000, else any)
+  --join HOST:PORT        join a running cluster through any member's
+                          cluster port (first start of an empty data dir)
+  --partitions Q          ring size, a power of two (default 64); every
+                          member of a cluster has the same
   --durability MODE       full | batch | none (default batch)
   --max-frame-size BYTES  largest client frame (default 16777216)
   --max-transactions N    open interactive transactions (default 10000)
@@ -69,6 +76,12 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.data_dir = v;
   } else if (key == "port") {
     cfg.port = static_cast<std::uint16_t>(parse_uint(key, v, 65535));
+  } else if (key == "cluster-port") {
+    cfg.cluster_port = static_cast<std::uint16_t>(parse_uint(key, v, 65535));
+  } else if (key == "join") {
+    if (v.find(':') == std::string::npos)
+      throw bad_flag{"--join needs HOST:PORT (a member's cluster port), got '" + v + "'"};
+    cfg.join = v;
   } else if (key == "bind") {
     cfg.bind = v;
   } else if (key == "partitions") {
@@ -219,15 +232,24 @@ int main(int argc, char** argv) {
       sys_cfg.set("work-stealing.moderate-poll-attempts", 0);
     }
     sys_cfg.set("middleman.workers", 0);
+    // Failure detection between nodes (CAF-NOTES.md, "Multi-node"): without
+    // heartbeats a paused peer is never noticed. A peer silent for 2 s is
+    // down: its partitions answer "unavailable" until it is back.
+    sys_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{250}});
+    sys_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{2}});
     sys_cfg.load<caf::io::middleman>();
     caf::actor_system sys{sys_cfg};
+    // A node that has left the cluster stops as on SIGTERM (process-directed,
+    // so the sigwait below takes it).
+    cfg->request_shutdown = [] { ::kill(::getpid(), SIGTERM); };
     auto n = node::start(sys, *cfg);
     if (!n) {
       log(log_level::error, "tallyd: cannot start: ", n.err().to_string());
       rc = 1;
     } else {
       // The test harness and scripts wait for this line.
-      log(log_level::info, "tallyd ready on port ", (*n)->port());
+      log(log_level::info, "tallyd ready on port ", (*n)->port(), " (node ",
+          (*n)->id(), ", cluster port ", (*n)->cluster_port(), ")");
       int sig = 0;
       sigwait(&stop_signals, &sig);
       log(log_level::info, "signal ", sig, ": flushing and shutting down");

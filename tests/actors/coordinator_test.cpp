@@ -35,6 +35,7 @@ struct fixture {
   caf::scoped_actor self{sys};
   std::filesystem::path dir;
   std::shared_ptr<node_context> ctx = std::make_shared<node_context>();
+  std::vector<caf::actor> partitions;
 
   fixture() {
     std::random_device rd;
@@ -51,13 +52,14 @@ struct fixture {
       o.mode = durability::none;
       auto core = partition_core::open(o);
       BOOST_REQUIRE(core);
-      ctx->partitions.push_back(spawn_partition(
+      partitions.push_back(spawn_partition(
         sys, std::move(*core), false, board_slot(ctx->board, i)));
     }
+    ctx->routes->store(local_routes(partitions, ctx->owner));
     ctx->tx_manager = spawn_tx_manager(sys, ctx);
   }
   ~fixture() {
-    for (auto& p : ctx->partitions)
+    for (auto& p : partitions)
       caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(ctx->tx_manager, caf::exit_reason::user_shutdown);
     sched.run();

@@ -63,6 +63,7 @@ inline int try_connect(std::uint16_t port) {
 struct server {
   std::string dir;
   std::uint16_t port = 0;
+  std::uint16_t cluster_port = 0; // chosen at the first start, kept after
   pid_t pid = -1;
   std::string mode;
 
@@ -79,11 +80,20 @@ struct server {
   // 500 attempts 10 ms apart.
   bool start(std::vector<std::string> extra = {}) {
     port = free_port();
+    // A data dir keeps its node id, and so its cluster port, across
+    // restarts: a fresh one gets a free port, a used one its own.
+    bool known = std::filesystem::exists(dir + "/cluster/node");
+    if (cluster_port == 0 && !known)
+      cluster_port = free_port();
     pid = ::fork();
     if (pid == 0) {
       std::vector<std::string> args{TALLYD_PATH, "--data-dir", dir, "--port",
                                     std::to_string(port), "--partitions", "8",
                                     "--durability", mode, "--log-level", "warn"};
+      if (!known) {
+        args.push_back("--cluster-port");
+        args.push_back(std::to_string(cluster_port));
+      }
       args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
       for (auto& a : args)

@@ -1,0 +1,32 @@
+// The CAF atoms of a node's actors (docs/NODE.md and docs/CLUSTER.md list
+// each actor's protocol). Internal to actors/ (it pulls in CAF).
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace tally {
+
+// To a partition actor: (atom, encode_wire(part_*_req)) -> bytes of the reply.
+using part_read_atom = caf::atom_constant<caf::atom("p_read")>;
+using part_prepare_atom = caf::atom_constant<caf::atom("p_prepare")>;
+using part_commit_atom = caf::atom_constant<caf::atom("p_commit")>;
+using part_abort_atom = caf::atom_constant<caf::atom("p_abort")>;
+
+// Membership (actors/membership.hpp).
+using join_atom = caf::atom_constant<caf::atom("m_join")>;
+using gossip_atom = caf::atom_constant<caf::atom("m_gossip")>;
+using tick_atom = caf::atom_constant<caf::atom("m_tick")>;
+using status_atom = caf::atom_constant<caf::atom("m_status")>;
+using leave_atom = caf::atom_constant<caf::atom("m_leave")>;
+using connected_atom = caf::atom_constant<caf::atom("m_conn")>;
+
+// Handoff (actors/handoff.hpp).
+using drain_atom = caf::atom_constant<caf::atom("h_drain")>;
+using drained_atom = caf::atom_constant<caf::atom("h_drained")>;
+using forward_atom = caf::atom_constant<caf::atom("h_forward")>;
+using reopen_atom = caf::atom_constant<caf::atom("h_reopen")>;
+using hoff_begin_atom = caf::atom_constant<caf::atom("h_begin")>;
+using hoff_chunk_atom = caf::atom_constant<caf::atom("h_chunk")>;
+using hoff_end_atom = caf::atom_constant<caf::atom("h_end")>;
+
+} // namespace tally

@@ -1,0 +1,210 @@
+#include "actors/handoff.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace tally {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+error io_failure(const std::string& what, const std::string& path, int err) {
+  return make_error(errc::io_error, what + " " + path + ": " + std::strerror(err));
+}
+
+status sync_path(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0)
+    return io_failure("cannot open", path, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0)
+    return io_failure("cannot sync", path, err);
+  return {};
+}
+
+bool plain_name(const std::string& f) {
+  return !f.empty() && f.size() < 256 && f.find('/') == std::string::npos
+         && f != "." && f != "..";
+}
+
+} // namespace
+
+std::string partition_dir(const std::string& root, std::uint32_t p) {
+  return (fs::path{root} / "partitions" / std::to_string(p)).string();
+}
+
+expected<std::vector<std::string>> partition_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator i{dir, ec}, end; !ec && i != end; i.increment(ec)) {
+    auto name = i->path().filename().string();
+    if (i->is_regular_file() && name != "lock.mdb")
+      out.push_back(name);
+  }
+  if (ec)
+    return make_error(errc::io_error, "cannot list " + dir + ": " + ec.message());
+  if (std::find(out.begin(), out.end(), "data.mdb") == out.end())
+    return make_error(errc::not_found, dir + " holds no data.mdb");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+expected<std::string> read_chunk(const std::string& dir, const std::string& file,
+                                 std::uint64_t offset) {
+  auto path = (fs::path{dir} / file).string();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return io_failure("cannot open", path, errno);
+  std::string buf(handoff_chunk_size, '\0');
+  std::size_t got = 0;
+  while (got < buf.size()) {
+    auto n = ::pread(fd, buf.data() + got, buf.size() - got,
+                     static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return io_failure("cannot read", path, err);
+    }
+    if (n == 0)
+      break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  buf.resize(got);
+  return buf;
+}
+
+std::string incoming_partition::dir() const {
+  return partition_dir(root_, p_) + ".incoming";
+}
+
+expected<incoming_partition> incoming_partition::begin(const std::string& root,
+                                                       std::uint32_t p) {
+  incoming_partition in{root, p};
+  std::error_code ec;
+  fs::remove_all(in.dir(), ec);
+  if (!ec)
+    fs::create_directories(in.dir(), ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot make " + in.dir() + ": " + ec.message());
+  return in;
+}
+
+status incoming_partition::write(const std::string& file, std::uint64_t offset,
+                                 const std::string& bytes) {
+  if (!plain_name(file))
+    return make_error(errc::invalid_argument, "bad handoff file name '" + file + "'");
+  auto path = (fs::path{dir()} / file).string();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return io_failure("cannot open", path, errno);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    auto n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                      static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return io_failure("cannot write", path, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (std::find(files_.begin(), files_.end(), file) == files_.end())
+    files_.push_back(file);
+  return {};
+}
+
+expected<bool> incoming_partition::finish() {
+  auto target = partition_dir(root_, p_);
+  std::error_code ec;
+  if (fs::exists(target, ec)) {
+    fs::remove_all(dir(), ec);
+    return false;
+  }
+  for (const auto& f : files_)
+    if (auto st = sync_path((fs::path{dir()} / f).string(), false); !st)
+      return st.err();
+  if (auto st = sync_path(dir(), true); !st)
+    return st.err();
+  fs::rename(dir(), target, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot rename " + dir() + " to " + target
+                                        + ": " + ec.message());
+  if (auto st = sync_path((fs::path{root_} / "partitions").string(), true); !st)
+    return st.err();
+  return true;
+}
+
+expected<std::size_t> remove_handoff_leftovers(const std::string& root) {
+  std::size_t n = 0;
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (fs::directory_iterator i{fs::path{root} / "partitions", ec}, end;
+       !ec && i != end; i.increment(ec)) {
+    auto ext = i->path().extension().string();
+    if (ext == ".incoming" || ext == ".old")
+      doomed.push_back(i->path());
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return make_error(errc::io_error, "cannot list " + root + "/partitions: "
+                                        + ec.message());
+  for (const auto& d : doomed) {
+    fs::remove_all(d, ec);
+    if (ec)
+      return make_error(errc::io_error, "cannot remove " + d.string() + ": "
+                                          + ec.message());
+    ++n;
+  }
+  return n;
+}
+
+status remove_partition_dir(const std::string& root, std::uint32_t p) {
+  auto dir = partition_dir(root, p);
+  auto old = dir + ".old";
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  fs::rename(dir, old, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot rename " + dir + ": " + ec.message());
+  fs::remove_all(old, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot remove " + old + ": " + ec.message());
+  return {};
+}
+
+expected<std::vector<std::uint32_t>> present_partitions(const std::string& root,
+                                                         std::uint32_t q) {
+  std::vector<std::uint32_t> out;
+  std::error_code ec;
+  for (fs::directory_iterator i{fs::path{root} / "partitions", ec}, end;
+       !ec && i != end; i.increment(ec)) {
+    auto name = i->path().filename().string();
+    if (!i->is_directory() || name.empty() || name.size() > 6
+        || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto p = static_cast<std::uint32_t>(std::stoul(name));
+    if (p < q && std::to_string(p) == name)
+      out.push_back(p);
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return make_error(errc::io_error, "cannot list " + root + "/partitions: "
+                                        + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace tally

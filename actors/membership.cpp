@@ -1,0 +1,690 @@
+#include "actors/membership.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/handoff.hpp"
+#include "actors/log.hpp"
+#include "actors/node_context.hpp"
+#include "actors/wire.hpp"
+
+namespace tally {
+
+namespace fs = std::filesystem;
+
+// ---- node ids and the ring file ----------------------------------------------
+
+node_id make_node_id(const std::string& host, std::uint16_t port) {
+  return "tally@" + host + ":" + std::to_string(port);
+}
+
+expected<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+    return make_error(errc::invalid_argument,
+                      "'" + s + "' is not HOST:PORT (for example 127.0.0.1:9087)");
+  auto port = s.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos
+      || std::stoul(port) == 0 || std::stoul(port) > 65535)
+    return make_error(errc::invalid_argument,
+                      "'" + s + "' has no valid port (1-65535) after the ':'");
+  return std::make_pair(s.substr(0, colon), static_cast<std::uint16_t>(std::stoul(port)));
+}
+
+expected<std::pair<std::string, std::uint16_t>> node_address(const node_id& id) {
+  auto at = id.find('@');
+  if (at == std::string::npos)
+    return make_error(errc::invalid_argument, "node id '" + id + "' is not name@host:port");
+  return parse_host_port(id.substr(at + 1));
+}
+
+namespace {
+
+std::string ring_path(const std::string& root) {
+  return (fs::path{root} / "cluster" / "ring").string();
+}
+
+status write_synced(const std::string& path, const std::string& bytes) {
+  auto tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return make_error(errc::io_error, "cannot write " + tmp + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return make_error(errc::io_error, "cannot write " + tmp + ": " + std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return make_error(errc::io_error, "cannot sync " + tmp + ": " + std::strerror(err));
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error(errc::io_error, "cannot rename " + tmp + ": " + std::strerror(errno));
+  auto dir = fs::path{path}.parent_path().string();
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+} // namespace
+
+status save_ring(const std::string& root, const ring_state& ring) {
+  std::error_code ec;
+  fs::create_directories(fs::path{root} / "cluster", ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot make " + root + "/cluster: " + ec.message());
+  return write_synced(ring_path(root), ring.encode());
+}
+
+expected<std::optional<ring_state>> load_ring(const std::string& root) {
+  std::ifstream in{ring_path(root), std::ios::binary};
+  if (!in)
+    return std::optional<ring_state>{};
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  auto r = ring_state::decode(buf.str());
+  if (!r)
+    return make_error(r.err().code(), ring_path(root) + ": " + r.err().message());
+  return std::optional<ring_state>{std::move(*r)};
+}
+
+expected<ring_state> join_cluster(caf::actor_system& sys, const std::string& host,
+                                  std::uint16_t port, const node_id& self,
+                                  std::uint32_t q, std::chrono::milliseconds timeout) {
+  auto where = host + ":" + std::to_string(port);
+  auto remote = sys.middleman().remote_actor(host, port);
+  if (!remote)
+    return make_error(errc::unavailable,
+                      "cannot join through " + where + ": no Tally cluster port answers there ("
+                        + sys.render(remote.error())
+                        + "); give --join the cluster port of a running member");
+  caf::scoped_actor me{sys};
+  std::optional<expected<ring_state>> out;
+  me->request(*remote, timeout, join_atom::value, std::uint32_t{wire_version}, q, self)
+    .receive(
+      [&](bool ok, std::string& bytes) {
+        if (!ok) {
+          out = make_error(errc::bad_config, "the cluster at " + where
+                                               + " refused this node: " + bytes);
+          return;
+        }
+        auto ring = ring_state::decode(bytes);
+        if (!ring)
+          out = make_error(errc::corrupt, "the cluster at " + where
+                                            + " sent a bad ring state: "
+                                            + ring.err().message());
+        else
+          out = std::move(*ring);
+      },
+      [&](caf::error& e) {
+        out = make_error(errc::unavailable, "cannot join through " + where + ": "
+                                              + sys.render(e));
+      });
+  return std::move(*out);
+}
+
+namespace {
+
+// ---- the membership actor ------------------------------------------------------
+
+struct peer {
+  caf::actor membership;          // null until connected
+  std::vector<caf::actor> parts;  // what it serves, size Q
+  bool up = false;
+  bool connecting = false;
+};
+
+// The one partition this node is handing off (one at a time keeps the
+// disk and network load of a rebalance bounded).
+struct outgoing {
+  std::uint32_t p = 0;
+  node_id to;
+  caf::actor dest; // the receiver's membership actor
+  std::vector<std::string> files;
+  std::size_t file = 0;
+  std::uint64_t offset = 0;
+};
+
+struct membership_state {
+  membership_config cfg;
+  std::optional<ring_state> ring;
+  std::map<node_id, peer> peers;
+  std::vector<caf::actor> local;      // what this node serves, size Q
+  std::set<std::uint32_t> closed;     // local partitions closed for handoff
+  std::vector<caf::actor> forwarders; // handed off: kept alive to forward
+  std::optional<outgoing> out;
+  std::map<std::uint32_t, incoming_partition> incoming;
+  std::shared_ptr<routing> routes;
+  bool shutdown_requested = false;
+  static inline const char* name = "membership";
+};
+
+using mem_self = caf::stateful_actor<membership_state>*;
+
+constexpr std::chrono::milliseconds gossip_period{1000};
+constexpr std::chrono::milliseconds connect_timeout{3000};
+constexpr std::chrono::milliseconds handoff_timeout{30000};
+
+const node_id& self_id(mem_self self) {
+  return self->state.cfg.self;
+}
+
+void persist(mem_self self) {
+  auto& st = self->state;
+  if (auto s = save_ring(st.cfg.root, *st.ring); !s)
+    log(log_level::error, "cannot save the ring state: ", s.err().to_string());
+}
+
+void rebuild_routes(mem_self self) {
+  auto& st = self->state;
+  const auto& owners = st.ring->owners().owners;
+  std::vector<route> table(st.cfg.q);
+  for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+    const auto& owner = owners[p];
+    auto& r = table[p];
+    if (st.local[p]) {
+      r = route{st.local[p], self_id(self), {}};
+      continue;
+    }
+    auto i = st.peers.find(owner);
+    if (i != st.peers.end() && i->second.up && p < i->second.parts.size()
+        && i->second.parts[p]) {
+      r = route{i->second.parts[p], owner, {}};
+      continue;
+    }
+    // The owner does not serve it yet: whoever still holds it does.
+    for (const auto& [id, pe] : st.peers)
+      if (pe.up && p < pe.parts.size() && pe.parts[p]) {
+        r = route{pe.parts[p], id, {}};
+        break;
+      }
+    if (r.handle)
+      continue;
+    r.node = owner;
+    if (owner != self_id(self) && (i == st.peers.end() || !i->second.up))
+      r.why = "partition " + std::to_string(p) + " is on node " + owner
+              + ", which is down or unreachable; retry when it is back";
+    else
+      r.why = "partition " + std::to_string(p) + " is moving to node " + owner
+              + " (handoff in progress); retry";
+  }
+  st.routes->store(std::move(table));
+}
+
+void send_gossip(mem_self self, const caf::actor& to) {
+  auto& st = self->state;
+  self->send(to, gossip_atom::value, st.ring->encode(), self_id(self),
+             caf::actor{self}, st.local);
+}
+
+void gossip_all(mem_self self) {
+  for (auto& [id, pe] : self->state.peers)
+    if (pe.up && pe.membership)
+      send_gossip(self, pe.membership);
+}
+
+void connect(mem_self self, const node_id& id);
+void progress(mem_self self);
+
+// Runs claim when this node is the claimant; true when the state changed.
+bool maybe_claim(mem_self self) {
+  auto& st = self->state;
+  auto claimant = st.ring->claimant();
+  if (!claimant || *claimant != self_id(self))
+    return false;
+  auto before = *st.ring;
+  auto moves = st.ring->claim(self_id(self));
+  if (!moves) {
+    log(log_level::warn, "claim failed: ", moves.err().to_string());
+    return false;
+  }
+  if (*st.ring == before)
+    return false;
+  log(log_level::info, "ring epoch ", st.ring->owners().epoch, ": ",
+      moves->size(), " partitions change owner");
+  return true;
+}
+
+// After any change: claim if due, persist, connect to new members, route,
+// move partitions, gossip.
+void changed(mem_self self, bool ring_changed) {
+  auto& st = self->state;
+  if (maybe_claim(self))
+    ring_changed = true;
+  if (ring_changed)
+    persist(self);
+  for (const auto& [id, info] : st.ring->members()) {
+    if (id == self_id(self) || info.status == member_status::exited)
+      continue;
+    auto& pe = st.peers[id];
+    if (!pe.up && !pe.connecting)
+      connect(self, id);
+  }
+  rebuild_routes(self);
+  progress(self);
+  if (ring_changed)
+    gossip_all(self);
+}
+
+void on_peer(mem_self self, const node_id& id, caf::actor m,
+             std::vector<caf::actor> parts) {
+  auto& st = self->state;
+  if (id == self_id(self))
+    return;
+  auto& pe = st.peers[id];
+  bool fresh = !pe.up || pe.membership != m;
+  if (fresh) {
+    self->monitor(m);
+    log(log_level::info, "peer ", id, " is up");
+  }
+  pe.membership = std::move(m);
+  pe.up = true;
+  pe.connecting = false;
+  parts.resize(st.cfg.q);
+  pe.parts = std::move(parts);
+  if (fresh)
+    send_gossip(self, pe.membership);
+}
+
+void connect(mem_self self, const node_id& id) {
+  auto addr = node_address(id);
+  if (!addr)
+    return;
+  auto& pe = self->state.peers[id];
+  pe.connecting = true;
+  auto mm = self->system().middleman().actor_handle();
+  self->request(mm, connect_timeout, caf::connect_atom::value, addr->first, addr->second)
+    .then(
+      [self, id](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+        auto& pe = self->state.peers[id];
+        pe.connecting = false;
+        if (!ptr)
+          return;
+        auto h = caf::actor_cast<caf::actor>(ptr);
+        send_gossip(self, h);
+      },
+      [self, id](caf::error&) { self->state.peers[id].connecting = false; });
+}
+
+// ---- handoff, sender side ---------------------------------------------------
+
+void handoff_failed(mem_self self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.out)
+    return;
+  log(log_level::warn, "handoff of partition ", st.out->p, " to ", st.out->to,
+      " failed (retrying): ", why);
+  st.out.reset();
+}
+
+void handoff_finished(mem_self self, caf::actor new_handle) {
+  auto& st = self->state;
+  auto p = st.out->p;
+  auto to = st.out->to;
+  st.out.reset();
+  // The folder goes first: a crash after this point leaves the partition
+  // only at the new owner (a leftover .old folder is deleted at startup).
+  if (auto s = remove_partition_dir(st.cfg.root, p); !s)
+    log(log_level::warn, "partition ", p, ": ", s.err().to_string());
+  self->send(st.local[p], forward_atom::value, new_handle);
+  st.forwarders.push_back(st.local[p]);
+  st.local[p] = nullptr;
+  st.closed.erase(p);
+  log(log_level::info, "partition ", p, " handed off to ", to);
+  rebuild_routes(self);
+  gossip_all(self);
+  progress(self);
+}
+
+void send_next_chunk(mem_self self) {
+  auto& st = self->state;
+  auto& o = *st.out;
+  auto p = o.p;
+  if (o.file == o.files.size()) {
+    self->request(o.dest, handoff_timeout, hoff_end_atom::value, p)
+      .then([self](caf::actor& h) { handoff_finished(self, std::move(h)); },
+            [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+    return;
+  }
+  auto dir = partition_dir(st.cfg.root, p);
+  auto chunk = read_chunk(dir, o.files[o.file], o.offset);
+  if (!chunk)
+    return handoff_failed(self, chunk.err().to_string());
+  bool last_of_file = chunk->size() < handoff_chunk_size;
+  auto offset = o.offset;
+  auto file = o.files[o.file];
+  if (last_of_file) {
+    ++o.file;
+    o.offset = 0;
+  } else {
+    o.offset += chunk->size();
+  }
+  self->request(o.dest, handoff_timeout, hoff_chunk_atom::value, p, file, offset,
+                std::move(*chunk))
+    .then([self](bool) { send_next_chunk(self); },
+          [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+}
+
+void send_files(mem_self self) {
+  auto& st = self->state;
+  auto& o = *st.out;
+  auto files = partition_files(partition_dir(st.cfg.root, o.p));
+  if (!files)
+    return handoff_failed(self, files.err().to_string());
+  o.files = std::move(*files);
+  self->request(o.dest, handoff_timeout, hoff_begin_atom::value, o.p, self_id(self))
+    .then(
+      [self](bool ok) {
+        if (ok)
+          send_next_chunk(self);
+        else
+          handoff_failed(self, "the receiver refused it");
+      },
+      [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+}
+
+// Starts the next handoff this node owes, if any (one at a time); reopens a
+// partition closed for a handoff whose ownership came back here; finishes a
+// handoff whose receiver already serves the partition (its answer was lost).
+void progress(mem_self self) {
+  auto& st = self->state;
+  const auto& owners = st.ring->owners().owners;
+  for (auto p : std::set<std::uint32_t>{st.closed}) {
+    if (owners[p] != self_id(self) || (st.out && st.out->p == p))
+      continue;
+    auto fresh = st.cfg.open_partition(p);
+    if (!fresh) {
+      log(log_level::error, "partition ", p, ": cannot reopen: ", fresh.err().to_string());
+      continue;
+    }
+    self->send(st.local[p], forward_atom::value, *fresh);
+    st.forwarders.push_back(st.local[p]);
+    st.local[p] = *fresh;
+    st.closed.erase(p);
+    log(log_level::info, "partition ", p, " stays here: reopened");
+  }
+  if (!st.out) {
+    for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+      if (!st.local[p] || owners[p] == self_id(self))
+        continue;
+      auto i = st.peers.find(owners[p]);
+      if (i == st.peers.end() || !i->second.up)
+        continue;
+      st.out = outgoing{p, owners[p], i->second.membership, {}, 0, 0};
+      if (st.closed.count(p) != 0 && i->second.parts[p]) {
+        handoff_finished(self, i->second.parts[p]);
+        return;
+      }
+      log(log_level::info, "partition ", p, ": handing off to ", owners[p]);
+      auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
+      self->request(st.local[p], caf::infinite, drain_atom::value, limit)
+        .then(
+          [self](drained_atom, std::uint32_t q) {
+            self->state.closed.insert(q);
+            if (self->state.out && self->state.out->p == q)
+              send_files(self);
+          },
+          [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+      break;
+    }
+  }
+  // A node that has left: once it serves nothing, it stops.
+  auto me = st.ring->members().find(self_id(self));
+  bool exited = me != st.ring->members().end()
+                && me->second.status == member_status::exited;
+  bool holds = std::any_of(st.local.begin(), st.local.end(),
+                           [](const caf::actor& a) { return static_cast<bool>(a); });
+  if (exited && !holds && !st.shutdown_requested) {
+    st.shutdown_requested = true;
+    log(log_level::info, "this node has left the cluster and handed off every "
+                         "partition: stopping");
+    gossip_all(self);
+    if (st.cfg.request_shutdown)
+      st.cfg.request_shutdown();
+  }
+}
+
+// ---- status ----------------------------------------------------------------
+
+std::string ranges(const std::vector<std::uint32_t>& ps) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < ps.size();) {
+    std::size_t j = i;
+    while (j + 1 < ps.size() && ps[j + 1] == ps[j] + 1)
+      ++j;
+    if (i != 0)
+      os << ",";
+    os << ps[i];
+    if (j > i)
+      os << "-" << ps[j];
+    i = j + 1;
+  }
+  return ps.empty() ? "-" : os.str();
+}
+
+std::string status_text(mem_self self) {
+  auto& st = self->state;
+  const auto& ring = *st.ring;
+  std::ostringstream os;
+  os << "cluster: " << ring.members().size() << " member(s), ring size "
+     << ring.partition_count() << ", epoch " << ring.owners().epoch
+     << ", this node " << self_id(self) << "\n";
+  os << "node | status | reachable | owns | serves\n";
+  for (const auto& [id, info] : ring.members()) {
+    std::vector<std::uint32_t> owns, serves;
+    for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+      if (ring.owners().owners[p] == id)
+        owns.push_back(p);
+      if (id == self_id(self)) {
+        if (st.local[p])
+          serves.push_back(p);
+      } else if (auto i = st.peers.find(id);
+                 i != st.peers.end() && i->second.up && i->second.parts[p]) {
+        serves.push_back(p);
+      }
+    }
+    bool up = id == self_id(self)
+              || (st.peers.count(id) != 0 && st.peers.at(id).up);
+    os << id << (id == self_id(self) ? " (this node)" : "") << " | "
+       << info.status << " | " << (up ? "up" : "DOWN") << " | " << owns.size()
+       << " [" << ranges(owns) << "] | " << serves.size() << " [" << ranges(serves)
+       << "]\n";
+  }
+  if (st.out)
+    os << "handoff in progress: partition " << st.out->p << " -> " << st.out->to << "\n";
+  return os.str();
+}
+
+// ---- the behavior ------------------------------------------------------------
+
+caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cfg,
+                            std::shared_ptr<ring_state> ring,
+                            std::vector<caf::actor> local,
+                            std::shared_ptr<routing> routes) {
+  auto& st = self->state;
+  st.cfg = std::move(*cfg);
+  st.ring = std::move(*ring);
+  st.local = std::move(local);
+  st.local.resize(st.cfg.q);
+  st.routes = std::move(routes);
+  self->set_down_handler([self](caf::down_msg& m) {
+    for (auto& [id, pe] : self->state.peers)
+      if (pe.membership && pe.membership.address() == m.source) {
+        log(log_level::warn, "peer ", id, " is down (", self->system().render(m.reason),
+            "): its partitions are unavailable until it is back");
+        pe.up = false;
+        pe.parts.assign(self->state.cfg.q, nullptr);
+        if (self->state.out && self->state.out->to == id)
+          handoff_failed(self, "the receiver went down");
+      }
+    rebuild_routes(self);
+  });
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    // The forwarders and partitions are stopped by the node; this actor only
+    // drops its handles.
+    self->state.forwarders.clear();
+    self->quit(m.reason);
+  });
+  changed(self, false);
+  self->delayed_send(self, gossip_period, tick_atom::value);
+  return {
+    [self](join_atom, std::uint32_t version, std::uint32_t q,
+           node_id& id) -> std::tuple<bool, std::string> {
+      auto& st = self->state;
+      if (version != wire_version)
+        return {false, "incompatible version: this cluster speaks node protocol "
+                         + std::to_string(unsigned{wire_version}) + ", the joining node "
+                         + std::to_string(version) + "; run the same Tally release on every node"};
+      if (q != st.cfg.q)
+        return {false, "ring size mismatch: this cluster has " + std::to_string(st.cfg.q)
+                         + " partitions, the joining node " + std::to_string(q)
+                         + "; start it with --partitions " + std::to_string(st.cfg.q)};
+      if (auto ok = node_address(id); !ok)
+        return {false, ok.err().message()};
+      if (id == self_id(self))
+        return {false, "the joining node has this node's id " + id
+                         + " (same address and cluster port)"};
+      auto s = st.ring->join(id);
+      if (!s)
+        return {false, s.err().message()};
+      log(log_level::info, "node ", id, " joins the cluster");
+      changed(self, true);
+      return {true, st.ring->encode()};
+    },
+    [self](gossip_atom, std::string& bytes, node_id& from, caf::actor& m,
+           std::vector<caf::actor>& parts) {
+      auto& st = self->state;
+      auto other = ring_state::decode(bytes);
+      if (!other) {
+        log(log_level::warn, "bad ring state from ", from, ": ", other.err().to_string());
+        return;
+      }
+      on_peer(self, from, std::move(m), std::move(parts));
+      auto before = *st.ring;
+      if (auto s = st.ring->merge(*other); !s) {
+        log(log_level::warn, "ring state from ", from, " refused: ", s.err().to_string());
+        return;
+      }
+      changed(self, *st.ring != before);
+    },
+    [self](tick_atom) {
+      changed(self, false);
+      gossip_all(self);
+      self->delayed_send(self, gossip_period, tick_atom::value);
+    },
+    [self](status_atom) -> std::string { return status_text(self); },
+    [self](leave_atom, node_id& who) -> std::tuple<bool, std::string> {
+      auto& st = self->state;
+      if (who.empty())
+        who = self_id(self);
+      auto s = st.ring->leave(who);
+      if (!s)
+        return {false, "cannot remove " + who + ": " + s.err().message()};
+      log(log_level::info, "node ", who, " leaves the cluster");
+      changed(self, true);
+      return {true, who + " is leaving: its partitions move to the other members, "
+                          "then it stops (watch `tally cluster status`)"};
+    },
+    // ---- handoff, receiver side ----
+    [self](hoff_begin_atom, std::uint32_t p, node_id& from) -> caf::result<bool> {
+      auto& st = self->state;
+      if (p >= st.cfg.q)
+        return caf::make_error(caf::sec::invalid_argument);
+      if (st.local[p]) {
+        // Received already (the sender's earlier try lost our answer):
+        // h_end answers with the actor serving it.
+        return true;
+      }
+      auto in = incoming_partition::begin(st.cfg.root, p);
+      if (!in) {
+        log(log_level::error, "partition ", p, ": ", in.err().to_string());
+        return false;
+      }
+      st.incoming.erase(p);
+      st.incoming.emplace(p, std::move(*in));
+      log(log_level::info, "partition ", p, ": receiving from ", from);
+      return true;
+    },
+    [self](hoff_chunk_atom, std::uint32_t p, std::string& file, std::uint64_t offset,
+           std::string& bytes) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.local[p])
+        return true;
+      auto i = st.incoming.find(p);
+      if (i == st.incoming.end())
+        return caf::make_error(caf::sec::invalid_argument);
+      if (auto s = i->second.write(file, offset, bytes); !s) {
+        log(log_level::error, "partition ", p, ": ", s.err().to_string());
+        st.incoming.erase(i);
+        return caf::make_error(caf::sec::runtime_error);
+      }
+      return true;
+    },
+    [self](hoff_end_atom, std::uint32_t p) -> caf::result<caf::actor> {
+      auto& st = self->state;
+      if (st.local[p])
+        return st.local[p];
+      auto i = st.incoming.find(p);
+      if (i == st.incoming.end())
+        return caf::make_error(caf::sec::invalid_argument);
+      // finish() says false when the folder is here already: it is opened
+      // as it is (it is the partition's latest state, see handoff.hpp).
+      auto done = i->second.finish();
+      st.incoming.erase(i);
+      if (!done) {
+        log(log_level::error, "partition ", p, ": ", done.err().to_string());
+        return caf::make_error(caf::sec::runtime_error);
+      }
+      auto h = st.cfg.open_partition(p);
+      if (!h) {
+        log(log_level::error, "partition ", p, ": received but cannot open: ",
+            h.err().to_string());
+        return caf::make_error(caf::sec::runtime_error);
+      }
+      st.local[p] = *h;
+      log(log_level::info, "partition ", p, ": received and serving");
+      rebuild_routes(self);
+      gossip_all(self);
+      return *h;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_membership(caf::actor_system& sys, membership_config cfg,
+                            ring_state ring, std::vector<caf::actor> local,
+                            std::shared_ptr<routing> routes) {
+  return sys.spawn<caf::detached>(
+    membership_fn, std::make_shared<membership_config>(std::move(cfg)),
+    std::make_shared<ring_state>(std::move(ring)), std::move(local), std::move(routes));
+}
+
+} // namespace tally

@@ -1,0 +1,89 @@
+// The membership actor of a node (DESIGN.md, "Cluster and ring";
+// docs/CLUSTER.md): one per node, published on the cluster port.
+//
+// It owns the node's copy of the ring state (ring/ring_state.hpp), persisted
+// in <data-dir>/cluster/ring, and knows every peer's membership actor and
+// the partition actors each peer serves. From them it builds the routing
+// table the coordinators read (node_context's `routes`), and it moves
+// partitions when ownership changes (handoff, actors/handoff.hpp).
+//
+// Protocol (atoms in actors/atoms.hpp):
+//   from a joining node:  (m_join, wire version, Q, node id)
+//                         -> (true, ring bytes) | (false, why)
+//   between members:      (m_gossip, ring bytes, node id, membership actor,
+//                          partition actors[Q]) one way, every second and
+//                          on every change; a new or restarted peer is
+//                          answered with this node's own gossip
+//   admin (client port):  (m_status) -> text
+//                         (m_leave, node id) -> (ok, text)
+//   handoff receiver:     (h_begin, p, from) -> true
+//                         (h_chunk, p, file, offset, bytes) -> true
+//                         (h_end, p) -> the new partition actor
+// It runs detached (own thread): it writes files (ring, handoff data).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/expected.hpp"
+#include "ring/ring_state.hpp"
+
+namespace caf {
+class actor;
+class actor_system;
+} // namespace caf
+
+namespace tally {
+
+class routing;
+
+struct membership_config {
+  node_id self;
+  std::string root; // the data dir
+  std::uint32_t q = 64;
+  /// How long a coordinator waits for a partition; requests held during a
+  /// handoff longer than this are answered with a timeout, not forwarded.
+  std::chrono::milliseconds request_timeout{10000};
+  /// Opens <root>/partitions/<p> (creating nothing) and spawns its actor.
+  std::function<expected<caf::actor>(std::uint32_t)> open_partition;
+  /// Called once this node has left the cluster and handed off everything.
+  std::function<void()> request_shutdown;
+};
+
+/// "tally@host:port" for a cluster address.
+node_id make_node_id(const std::string& host, std::uint16_t port);
+
+/// The host and port of a node id; errc::invalid_argument when it is not
+/// "name@host:port".
+expected<std::pair<std::string, std::uint16_t>> node_address(const node_id& id);
+
+/// "host:port" -> (host, port); errc::invalid_argument otherwise.
+expected<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& s);
+
+/// Writes the ring state to <root>/cluster/ring atomically (temp file, sync,
+/// rename, sync of the folder).
+status save_ring(const std::string& root, const ring_state& ring);
+/// The ring state saved in <root>/cluster/ring, nullopt when there is none.
+expected<std::optional<ring_state>> load_ring(const std::string& root);
+
+/// Asks the member at `host`:`port` (its cluster port) to add `self` to its
+/// cluster and returns the cluster's ring state. Blocking: for startup only.
+/// Errors with a message for the user: the address cannot be reached or is
+/// not a Tally cluster port, the ring size or node protocol version
+/// differs, no answer within `timeout`.
+expected<ring_state> join_cluster(caf::actor_system& sys, const std::string& host,
+                                  std::uint16_t port, const node_id& self,
+                                  std::uint32_t q, std::chrono::milliseconds timeout);
+
+/// Spawns the membership actor with the node's ring state and the actors of
+/// the partitions it holds (`local`, size Q, null where it holds none), and
+/// publishes routes into `routes`.
+caf::actor spawn_membership(caf::actor_system& sys, membership_config cfg,
+                            ring_state ring, std::vector<caf::actor> local,
+                            std::shared_ptr<routing> routes);
+
+} // namespace tally
