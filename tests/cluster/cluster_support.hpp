@@ -1,0 +1,182 @@
+// A local cluster of real tallyd processes on 127.0.0.1 for the cluster
+// tests (docs/CLUSTER.md, "Tests"): node 0 founds it, the others join
+// through node 0's cluster port. Every wait is a bounded loop.
+#pragma once
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client/client.hpp"
+#include "clock/vector_clock.hpp"
+#include "protocol/descriptor.hpp"
+#include "ring/partition.hpp"
+#include "tests/support/tallyd_process.hpp"
+
+namespace tally::test {
+
+/// The ring size every cluster test uses (server::start passes it).
+constexpr std::uint32_t cluster_partitions = 8;
+
+/// One key per partition of an 8-partition ring: a transaction over them
+/// touches every partition, so every node of the cluster.
+inline std::vector<object_key> one_key_per_partition(const std::string& bucket) {
+  std::vector<object_key> out(cluster_partitions);
+  std::vector<bool> found(cluster_partitions, false);
+  std::size_t left = cluster_partitions;
+  for (int i = 0; left > 0 && i < 100000; ++i) {
+    auto k = "k" + std::to_string(i);
+    auto p = *partition_for(bucket, k, cluster_partitions);
+    if (!found[p]) {
+      found[p] = true;
+      out[p] = object_key{bucket, k};
+      --left;
+    }
+  }
+  return out;
+}
+
+inline std::vector<bound_object> bound(const std::vector<object_key>& keys) {
+  std::vector<bound_object> out;
+  for (const auto& k : keys)
+    out.push_back(bound_object{k, crdt_type::counter});
+  return out;
+}
+
+/// The join (entry-wise max) of clock bytes, as bytes; nullopt for none.
+inline std::optional<std::string> join_clocks(const std::vector<std::string>& clocks) {
+  std::optional<vector_clock> acc;
+  for (const auto& c : clocks) {
+    auto v = decode_clock(c);
+    if (!v)
+      continue;
+    if (!acc)
+      acc = *v;
+    else
+      acc->merge(*v);
+  }
+  if (!acc)
+    return std::nullopt;
+  return encode_clock(*acc);
+}
+
+/// A client of the node on `port`. The default timeout keeps the client's
+/// retry window (2 resends x 2 x 1 s) inside the node's FBF retry timeout,
+/// so resends stay exactly-once (docs/CLIENT.md).
+inline expected<client> connect_to(std::uint16_t port, std::chrono::milliseconds timeout =
+                                                          std::chrono::milliseconds{1000}) {
+  client_options o;
+  o.port = port;
+  o.timeout = timeout;
+  return client::connect(o);
+}
+
+struct local_cluster {
+  temp_dir root;
+  std::string durability;
+  std::vector<std::unique_ptr<server>> nodes;
+
+  explicit local_cluster(std::string mode = "batch") : durability(std::move(mode)) {
+    std::filesystem::create_directories(root.path);
+  }
+
+  std::string dir_of(std::size_t i) const {
+    return root.path + "/node" + std::to_string(i);
+  }
+
+  /// Starts one more node (joining node 0 unless it is the first); false
+  /// when it does not serve.
+  bool add() {
+    auto i = nodes.size();
+    nodes.push_back(std::make_unique<server>(dir_of(i), durability));
+    std::vector<std::string> extra;
+    if (i > 0)
+      extra = {"--join", "127.0.0.1:" + std::to_string(nodes[0]->cluster_port)};
+    return nodes.back()->start(extra);
+  }
+
+  /// Restarts node i on its data dir (it finds its cluster from its ring).
+  bool restart(std::size_t i) {
+    auto cport = nodes[i]->cluster_port;
+    nodes[i] = std::make_unique<server>(dir_of(i), durability);
+    nodes[i]->cluster_port = cport;
+    return nodes[i]->start();
+  }
+
+  /// True once a read of one key per partition succeeds through every node
+  /// listed (every partition is routed and answers), within `limit`.
+  bool wait_serving(const std::vector<std::size_t>& through,
+                    std::chrono::milliseconds limit = std::chrono::milliseconds{20000}) {
+    auto keys = bound(one_key_per_partition("probe"));
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    for (auto i : through) {
+      for (;;) {
+        auto c = connect_to(nodes[i]->port);
+        if (c && c->read(keys))
+          break;
+        if (std::chrono::steady_clock::now() > deadline)
+          return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    return true;
+  }
+};
+
+/// What a tallyd run that is expected to stop by itself printed.
+struct finished_run {
+  int exit_code = -1; // -1: did not exit within the limit (then killed)
+  std::string output; // stderr and stdout
+};
+
+inline finished_run run_tallyd(const std::vector<std::string>& args,
+                               std::chrono::milliseconds limit) {
+  temp_dir out_dir;
+  std::filesystem::create_directories(out_dir.path);
+  auto out_path = out_dir.path + "/out.txt";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<std::string> all{TALLYD_PATH};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(TALLYD_PATH, argv.data());
+    ::_exit(127);
+  }
+  finished_run r;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  for (;;) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::ifstream in{out_path};
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  r.output = buf.str();
+  return r;
+}
+
+} // namespace tally::test

@@ -1,0 +1,356 @@
+// Cluster tests (docs/CLUSTER.md, "Tests"): real tallyd processes on
+// 127.0.0.1 forming one cluster, driven by the client library.
+//
+// Worker threads make no Boost.Test call (Boost.Test is not thread-safe):
+// each records what it saw and any violation as text; the test thread joins
+// them and checks. Randomness is seeded (seed printed; replay with
+// TALLY_TEST_SEED=<seed>); every loop is bounded.
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/wire.hpp"
+#include "tests/cluster/cluster_support.hpp"
+#include "tests/support/seeded_rng.hpp"
+
+using namespace tally;
+using namespace tally::test;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// What one load thread did: per key, increments acknowledged and attempted
+// (an unacknowledged one may or may not have been applied).
+struct load_record {
+  std::map<std::string, std::int64_t> acked;
+  std::map<std::string, std::int64_t> attempted;
+  std::vector<std::string> clocks;
+  std::uint64_t failures = 0;
+  std::string first_failure;
+};
+
+// Increments random keys of `keys` through the node on `port` until `stop`
+// (bounded by `max_ops`), with op ids (the client resends with the same ids).
+void increment_load(std::uint16_t port, const std::vector<object_key>& keys,
+                    std::uint64_t seed, std::atomic<bool>& stop, std::size_t max_ops,
+                    load_record& rec) {
+  std::mt19937_64 gen{seed};
+  auto c = connect_to(port);
+  if (!c) {
+    rec.failures = 1;
+    rec.first_failure = "connect: " + c.err().to_string();
+    return;
+  }
+  for (std::size_t n = 0; n < max_ops && !stop.load(); ++n) {
+    const auto& k = keys[gen() % keys.size()];
+    rec.attempted[k.key] += 1;
+    auto r = c->update({counter_inc{k, 1}});
+    if (r) {
+      rec.acked[k.key] += 1;
+      rec.clocks.push_back(*r);
+    } else {
+      if (rec.failures++ == 0)
+        rec.first_failure = r.err().to_string();
+      auto again = connect_to(port);
+      if (again)
+        c = std::move(again);
+    }
+  }
+}
+
+// Reads `keys` at a snapshot covering every clock in `recs` through `port`
+// and checks acked <= value <= attempted per key. Returns the violations;
+// `exact` is set when every value equals its acknowledged sum.
+std::vector<std::string> check_sums(std::uint16_t port, const std::vector<object_key>& keys,
+                                    const std::vector<load_record>& recs, bool& exact) {
+  std::map<std::string, std::int64_t> acked, attempted;
+  std::vector<std::string> clocks;
+  for (const auto& r : recs) {
+    for (const auto& [k, v] : r.acked)
+      acked[k] += v;
+    for (const auto& [k, v] : r.attempted)
+      attempted[k] += v;
+    clocks.insert(clocks.end(), r.clocks.begin(), r.clocks.end());
+  }
+  std::vector<std::string> bad;
+  exact = true;
+  auto c = connect_to(port);
+  if (!c)
+    return {"connect: " + c.err().to_string()};
+  auto got = c->read(bound(keys), join_clocks(clocks));
+  if (!got)
+    return {"final read: " + got.err().to_string()};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    auto v = got->values[i];
+    auto a = acked[keys[i].key];
+    auto t = attempted[keys[i].key];
+    if (v != a)
+      exact = false;
+    if (v < a || v > t)
+      bad.push_back(keys[i].key + ": value " + std::to_string(v) + " outside [acked "
+                    + std::to_string(a) + ", attempted " + std::to_string(t) + "]");
+  }
+  return bad;
+}
+
+std::vector<object_key> load_keys(std::size_t n) {
+  std::vector<object_key> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(object_key{"load", "key" + std::to_string(i)});
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster_tests)
+
+// Writers increment one key per partition (so every node) by one in each
+// static transaction, through different nodes; readers read the group at
+// one snapshot through other nodes. No read may see the group unequal
+// (fractured or non-atomic commit); a writer's read through another node
+// with its commit clock sees its own writes; a session's reads never go
+// back; at the end every key equals the number of acknowledged commits.
+BOOST_AUTO_TEST_CASE(three_nodes_keep_tcc_across_nodes) {
+  local_cluster cl;
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto group = one_key_per_partition("tcc");
+  std::mutex mu;
+  std::vector<std::string> violations;
+  std::atomic<std::int64_t> commits{0};
+  std::vector<std::string> final_clocks;
+  auto note = [&](const std::string& v) {
+    std::lock_guard<std::mutex> g{mu};
+    if (violations.size() < 20)
+      violations.push_back(v);
+  };
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 3; ++w)
+    threads.emplace_back([&, w] {
+      auto c = connect_to(cl.nodes[w]->port);
+      auto other = connect_to(cl.nodes[(w + 1) % 3]->port);
+      if (!c || !other)
+        return note("writer cannot connect");
+      std::int64_t mine = 0;
+      std::string last;
+      for (int n = 0; n < 60; ++n) {
+        std::vector<counter_inc> ups;
+        for (const auto& k : group)
+          ups.push_back(counter_inc{k, 1});
+        auto clock = c->update(ups);
+        if (!clock)
+          return note("writer " + std::to_string(w) + ": " + clock.err().to_string());
+        ++mine;
+        ++commits;
+        last = *clock;
+        // Read-your-writes through another node.
+        auto r = other->read(bound(group), *clock);
+        if (!r)
+          return note("read-your-writes read: " + r.err().to_string());
+        for (auto v : r->values)
+          if (v < mine)
+            note("read-your-writes: read " + std::to_string(v) + " after " +
+                 std::to_string(mine) + " own commits");
+      }
+      std::lock_guard<std::mutex> g{mu};
+      final_clocks.push_back(last);
+    });
+  for (int rd = 0; rd < 2; ++rd)
+    threads.emplace_back([&, rd] {
+      auto c = connect_to(cl.nodes[(rd + 2) % 3]->port);
+      if (!c)
+        return note("reader cannot connect");
+      std::int64_t seen = 0;
+      for (int n = 0; n < 150; ++n) {
+        auto r = c->read(bound(group)); // the session clock: monotonic reads
+        if (!r)
+          return note("reader: " + r.err().to_string());
+        for (auto v : r->values)
+          if (v != r->values[0])
+            return note("fractured read: values differ in one snapshot");
+        if (r->values[0] < seen)
+          note("monotonic reads: " + std::to_string(r->values[0]) + " after " +
+               std::to_string(seen));
+        seen = r->values[0];
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  BOOST_TEST(violations.empty(), "first violations: " << (violations.empty() ? "" : violations[0]));
+  auto c = connect_to(cl.nodes[1]->port);
+  BOOST_REQUIRE(c);
+  auto end = c->read(bound(group), join_clocks(final_clocks));
+  BOOST_REQUIRE(end);
+  for (auto v : end->values)
+    BOOST_TEST(v == commits.load());
+}
+
+// A fourth node joins while increments run through two nodes; the
+// partitions it takes over are handed off under load. Every key ends at
+// the sum of acknowledged increments: none lost, none doubled.
+BOOST_AUTO_TEST_CASE(join_under_load_loses_and_doubles_nothing) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    local_cluster cl;
+    for (int i = 0; i < 3; ++i)
+      BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+    auto keys = load_keys(64);
+    std::atomic<bool> stop{false};
+    std::vector<load_record> recs(2);
+    std::vector<std::thread> load;
+    for (int w = 0; w < 2; ++w)
+      load.emplace_back(increment_load, cl.nodes[w]->port, std::cref(keys), rng.gen(),
+                        std::ref(stop), 100000, std::ref(recs[w]));
+    bool joined = cl.add();
+    bool serving = joined && cl.wait_serving({3});
+    stop = true;
+    for (auto& t : load)
+      t.join();
+    BOOST_REQUIRE(joined);
+    BOOST_REQUIRE(serving);
+    std::uint64_t failures = recs[0].failures + recs[1].failures;
+    BOOST_TEST_MESSAGE("increments acknowledged during the join: "
+                       << recs[0].acked.size() + recs[1].acked.size() << " keys, "
+                       << failures << " failures");
+    BOOST_TEST(failures == 0u, "first failure: " << recs[0].first_failure
+                                                   << recs[1].first_failure);
+    bool exact = false;
+    auto bad = check_sums(cl.nodes[3]->port, keys, recs, exact);
+    BOOST_TEST(bad.empty(), (bad.empty() ? "" : bad[0]));
+    BOOST_TEST(exact);
+  }
+}
+
+// kill -9 of one node under load (durability full): requests for its
+// partitions fail fast with a clear "down" error while the others succeed;
+// after its restart every acknowledged increment is there, none doubled.
+BOOST_AUTO_TEST_CASE(kill_9_of_a_node_fails_its_partitions_fast_and_loses_nothing) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    local_cluster cl{"full"};
+    for (int i = 0; i < 3; ++i)
+      BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+    auto keys = load_keys(48);
+    std::atomic<bool> stop{false};
+    std::vector<load_record> recs(1);
+    std::thread load{increment_load, cl.nodes[0]->port, std::cref(keys), rng.gen(),
+                     std::ref(stop), 400, std::ref(recs[0])};
+    // Let the load run into the kill: wait for its first acknowledgements.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cl.nodes[2]->stop(SIGKILL);
+    load.join();
+    // Reads of single keys through node 0: those on the dead node's
+    // partitions fail fast and say so; every other key is served.
+    auto c = connect_to(cl.nodes[0]->port);
+    BOOST_REQUIRE(c);
+    std::set<std::uint32_t> failed_parts, served_parts;
+    std::string message;
+    for (const auto& k : keys) {
+      auto t0 = clock_type::now();
+      auto r = c->read({bound_object{k, crdt_type::counter}});
+      auto took = clock_type::now() - t0;
+      auto p = *partition_for(k.bucket, k.key, cluster_partitions);
+      if (r) {
+        served_parts.insert(p);
+      } else {
+        failed_parts.insert(p);
+        message = r.err().to_string();
+        BOOST_TEST(r.err().code() == errc::unavailable);
+        BOOST_TEST(took < std::chrono::seconds(1)); // fails fast, no timeout
+      }
+    }
+    BOOST_TEST(!failed_parts.empty());
+    BOOST_TEST(!served_parts.empty());
+    for (auto p : failed_parts)
+      BOOST_TEST(served_parts.count(p) == 0u); // per partition, never both
+    BOOST_TEST(message.find("down") != std::string::npos, "message: " << message);
+    // Back: it rejoins from its own ring and serves with all it acknowledged.
+    BOOST_REQUIRE(cl.restart(2));
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+    bool exact = false;
+    auto bad = check_sums(cl.nodes[1]->port, keys, recs, exact);
+    BOOST_TEST(bad.empty(), (bad.empty() ? "" : bad[0]));
+    BOOST_TEST_MESSAGE("acknowledged before the kill or refused after: "
+                       << recs[0].failures << " failures, exact = " << exact);
+  }
+}
+
+// Bad cluster input is refused with a clear message and exit code 1.
+BOOST_AUTO_TEST_CASE(join_through_a_wrong_address_is_refused) {
+  temp_dir d;
+  auto port = free_port();
+  auto r = run_tallyd({"--data-dir", d.path, "--port", std::to_string(free_port()),
+                       "--cluster-port", std::to_string(free_port()), "--join",
+                       "127.0.0.1:" + std::to_string(port)},
+                      std::chrono::seconds(30));
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.output.find("cannot join through 127.0.0.1:" + std::to_string(port))
+               != std::string::npos,
+             r.output);
+}
+
+BOOST_AUTO_TEST_CASE(join_with_another_ring_size_is_refused) {
+  local_cluster cl;
+  BOOST_REQUIRE(cl.add());
+  temp_dir d;
+  auto r = run_tallyd({"--data-dir", d.path, "--port", std::to_string(free_port()),
+                       "--cluster-port", std::to_string(free_port()), "--partitions", "16",
+                       "--join", "127.0.0.1:" + std::to_string(cl.nodes[0]->cluster_port)},
+                      std::chrono::seconds(30));
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.output.find("ring size mismatch") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("--partitions 8") != std::string::npos, r.output);
+}
+
+BOOST_AUTO_TEST_CASE(join_through_a_client_port_is_refused) {
+  local_cluster cl;
+  BOOST_REQUIRE(cl.add());
+  temp_dir d;
+  auto r = run_tallyd({"--data-dir", d.path, "--port", std::to_string(free_port()),
+                       "--cluster-port", std::to_string(free_port()), "--join",
+                       "127.0.0.1:" + std::to_string(cl.nodes[0]->port)},
+                      std::chrono::seconds(30));
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.output.find("cannot join through") != std::string::npos, r.output);
+}
+
+// The version check is the member's: a joiner speaking another node
+// protocol version is refused with a message naming both versions.
+BOOST_AUTO_TEST_CASE(join_with_an_incompatible_version_is_refused) {
+  local_cluster cl;
+  BOOST_REQUIRE(cl.add());
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  auto m = sys.middleman().remote_actor("127.0.0.1", cl.nodes[0]->cluster_port);
+  BOOST_REQUIRE(m);
+  caf::scoped_actor self{sys};
+  bool ok = true;
+  std::string text;
+  self
+    ->request(*m, std::chrono::seconds(10), join_atom::value,
+              std::uint32_t{wire_version + 1}, cluster_partitions,
+              std::string{"tally@127.0.0.1:1"})
+    .receive([&](bool b, std::string& t) { ok = b, text = t; },
+             [&](caf::error& e) { text = sys.render(e); });
+  BOOST_TEST(!ok);
+  BOOST_TEST(text.find("incompatible version") != std::string::npos, text);
+  caf::anon_send_exit(*m, caf::exit_reason::kill); // no-op on a proxy we do not own
+}
+
+BOOST_AUTO_TEST_SUITE_END()
