@@ -4,17 +4,31 @@
 //
 // Exit codes: 0 success; 1 the node answered with an error; 2 bad usage or
 // input; 3 the node could not be reached (refused, timed out, dropped).
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "client/client.hpp"
 #include "protocol/descriptor.hpp"
@@ -40,6 +54,9 @@ commands:
                                           'inc <bucket> <key> <delta>' and
                                           'read <bucket> <key>'
   status                                  is the node reachable, and how fast
+  cluster status                          members and partition ownership
+  cluster leave [NODE-ID]                 ask a member to leave the cluster
+  cluster local --nodes N [...]           run N local tallyd processes
 
 options:
   --host H        node address (default 127.0.0.1)
@@ -47,6 +64,7 @@ options:
   --timeout MS    connect and per-request timeout (default 1000)
   --retries N     resends of a timed-out static request (default 2)
   -h, --help      this text; 'tally <command> --help' for a command
+                  ('tally cluster <subcommand> --help' for cluster)
 
 exit codes: 0 ok, 1 the node answered with an error, 2 bad usage,
             3 the node could not be reached
@@ -256,6 +274,659 @@ int run_status(client& c, const client_options& opts) {
   return exit_ok;
 }
 
+// ---- cluster ---------------------------------------------------------------
+
+constexpr const char* cluster_usage =
+  R"(usage: tally [options] cluster <subcommand> [args]
+
+Cluster administration through Tally's admin request (an extension of the
+AntidoteDB protocol, docs/PROTOCOL.md), and a local cluster to try out.
+
+subcommands:
+  status                  the node's view of the cluster: members and
+                          partition ownership
+  leave [NODE-ID]         ask a member to leave (default: the node at
+                          --host/--port)
+  local --nodes N [...]   run N tallyd processes on 127.0.0.1 until Ctrl-C
+
+'tally cluster <subcommand> --help' for each.
+)";
+
+constexpr const char* cluster_status_usage =
+  R"(usage: tally [--host H] [--port P] [options] cluster status
+
+Sends the admin command "status" to the node at --host:--port and prints
+the text it answers: the cluster's members and which node owns which
+partitions, as the node formats them.
+exit codes: 0 ok, 1 the node answered with an error (e.g. a node without
+            cluster support), 3 the node could not be reached
+)";
+
+constexpr const char* cluster_leave_usage =
+  R"(usage: tally [--host H] [--port P] [options] cluster leave [NODE-ID]
+
+Sends the admin command "leave" to the node at --host:--port and prints the
+node's answer. NODE-ID names the member to leave, as 'cluster status' lists
+it: tally@<address>:<cluster-port> (e.g. tally@127.0.0.1:9088). Without it,
+the node the CLI is connected to is the one asked to leave.
+example: tally --port 8087 cluster leave tally@127.0.0.1:9089
+exit codes: 0 ok, 1 the node answered with an error (e.g. an unknown
+            member), 3 the node could not be reached
+)";
+
+constexpr const char* cluster_local_usage =
+  R"(usage: tally cluster local --nodes N [--data-dir DIR] [--base-port P]
+                           [--partitions Q] [--durability MODE]
+                           [--ready-timeout S]
+
+Starts a cluster of N tallyd processes on 127.0.0.1 to try Tally out, and
+runs until Ctrl-C. Node i (0-based) is started as
+  tallyd --data-dir DIR/node<i> --port P+i --cluster-port P+1000+i
+and every node but node 0 also gets --join 127.0.0.1:<P+1000> (node 0's
+cluster port). Its node id is tally@127.0.0.1:<P+1000+i>.
+
+  --nodes N           how many nodes (1-64)
+  --data-dir DIR      parent of the nodes' data dirs (default ./data-cluster);
+                      data already there is reused (recovered)
+  --base-port P       node 0's client port (default 8087); P+1000+N-1 must
+                      stay below 65536
+  --partitions Q      ring size, passed to every node (default: tallyd's)
+  --durability MODE   full | batch | none, passed to every node (default:
+                      tallyd's)
+  --ready-timeout S   seconds each node may take to get ready (default 30)
+
+tallyd is the one next to this tally binary, else the first on PATH. Nodes
+start one at a time: each must log "tallyd ready on port" before the next
+one starts. Every line a node writes (its log goes to stderr) is copied to
+this command's stderr, prefixed with "[node<i>] ". When all are ready, a
+summary (client ports, data dirs, how to stop) goes to stdout; then
+  tally --port P cluster status
+asks any node (P..P+N-1) for the cluster's state.
+
+Failures: if a node exits or is not ready in time during start-up, the
+nodes already started are stopped and tally exits 1. A node that exits
+later is reported and the others keep running (so failures can be tried
+out, e.g. with kill); tally exits 1 once none is left.
+
+Stopping: Ctrl-C (SIGINT) or SIGTERM sends SIGTERM to every node and waits
+up to 10 s for them to flush and exit, then kills (SIGKILL) the rest; a
+second Ctrl-C kills at once. tally then exits 0. The global options
+(--host, --port, ...) do not apply to 'local'.
+exit codes: 0 stopped by SIGINT/SIGTERM, 1 a node failed, 2 bad usage or
+            no tallyd found
+)";
+
+void print_text(const std::string& text) {
+  std::cout << text;
+  if (!text.empty() && text.back() != '\n')
+    std::cout << '\n';
+}
+
+int run_cluster_admin(client& c, const std::string& command,
+                      const std::vector<std::string>& args) {
+  auto text = c.admin(command, args);
+  if (!text)
+    return report(text.err());
+  if (text->empty())
+    std::cout << "the node accepted '" << command << "'\n";
+  else
+    print_text(*text);
+  return exit_ok;
+}
+
+struct local_options {
+  int nodes = 0;
+  std::string data_dir = "./data-cluster";
+  int base_port = 8087;
+  std::optional<std::string> partitions;
+  std::optional<std::string> durability;
+  int ready_timeout_s = 30;
+};
+
+local_options parse_local(const std::vector<std::string>& args) {
+  local_options o;
+  bool have_nodes = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    auto eq = a.find('=');
+    auto flag = a.substr(0, eq);
+    auto value = [&]() -> std::string {
+      if (eq != std::string::npos)
+        return a.substr(eq + 1);
+      if (i + 1 >= args.size())
+        bad_usage("cluster local: " + flag + " needs a value",
+                  cluster_local_usage);
+      return args[++i];
+    };
+    auto number = [&](const std::string& text, std::int64_t lo,
+                      std::int64_t hi, const char* what) {
+      auto n = parse_int(text);
+      if (!n || *n < lo || *n > hi)
+        bad_usage("cluster local: " + flag + " '" + text + "' is not "
+                    + what + " (" + std::to_string(lo) + "-"
+                    + std::to_string(hi) + ")",
+                  cluster_local_usage);
+      return static_cast<int>(*n);
+    };
+    if (flag == "--nodes") {
+      o.nodes = number(value(), 1, 64, "a node count");
+      have_nodes = true;
+    } else if (flag == "--data-dir") {
+      o.data_dir = value();
+      if (o.data_dir.empty())
+        bad_usage("cluster local: --data-dir must not be empty",
+                  cluster_local_usage);
+    } else if (flag == "--base-port") {
+      o.base_port = number(value(), 1, 65535, "a port");
+    } else if (flag == "--partitions") {
+      auto text = value();
+      auto q = number(text, 1, 1 << 16, "a ring size");
+      if ((q & (q - 1)) != 0)
+        bad_usage("cluster local: --partitions " + text
+                    + " is not a power of two",
+                  cluster_local_usage);
+      o.partitions = std::to_string(q);
+    } else if (flag == "--durability") {
+      auto mode = value();
+      if (mode != "full" && mode != "batch" && mode != "none")
+        bad_usage("cluster local: --durability is full, batch or none, got '"
+                    + mode + "'",
+                  cluster_local_usage);
+      o.durability = mode;
+    } else if (flag == "--ready-timeout") {
+      o.ready_timeout_s = number(value(), 1, 3600, "a time in seconds");
+    } else {
+      bad_usage("cluster local: unknown option '" + a + "'",
+                cluster_local_usage);
+    }
+  }
+  if (!have_nodes)
+    bad_usage("cluster local needs --nodes N", cluster_local_usage);
+  if (o.base_port + 1000 + o.nodes - 1 > 65535)
+    bad_usage("cluster local: --base-port " + std::to_string(o.base_port)
+                + " leaves no room for " + std::to_string(o.nodes)
+                + " cluster ports (P+1000+N-1 must be at most 65535)",
+              cluster_local_usage);
+  return o;
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)
+         && ::access(path.c_str(), X_OK) == 0;
+}
+
+/// tallyd next to this binary (/proc/self/exe), else the first on PATH.
+std::optional<std::string> find_tallyd(std::string& looked_in) {
+  char self[4096];
+  auto n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::string dir{self, static_cast<std::size_t>(n)};
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    looked_in = dir;
+    if (is_executable_file(dir + "tallyd"))
+      return dir + "tallyd";
+  }
+  const char* path = std::getenv("PATH");
+  std::string entries = path ? path : "";
+  std::size_t begin = 0;
+  while (begin <= entries.size()) {
+    auto end = entries.find(':', begin);
+    if (end == std::string::npos)
+      end = entries.size();
+    auto dir = entries.substr(begin, end - begin);
+    if (dir.empty())
+      dir = ".";
+    if (is_executable_file(dir + "/tallyd"))
+      return dir + "/tallyd";
+    begin = end + 1;
+  }
+  return std::nullopt;
+}
+
+/// One tallyd child of 'cluster local'.
+struct local_node {
+  int index = 0;
+  int port = 0;
+  int cluster_port = 0;
+  std::string data_dir;
+  pid_t pid = -1;
+  int out_fd = -1;     // read end of the pipe on its stdout and stderr
+  std::string partial; // output after the last newline
+  bool ready = false;
+  bool exited = false;
+  bool reported = false; // its exit was reported
+  int status = 0;        // waitpid status, once exited
+};
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status))
+    return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = ::strsignal(WTERMSIG(status));
+    return "was killed by signal " + std::to_string(WTERMSIG(status))
+           + (name ? std::string{" ("} + name + ")" : std::string{});
+  }
+  return "stopped (status " + std::to_string(status) + ")";
+}
+
+void write_stderr(const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    auto n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+class local_cluster {
+public:
+  local_cluster(local_options opts, std::string tallyd)
+      : opts_(std::move(opts)), tallyd_(std::move(tallyd)) {}
+  local_cluster(const local_cluster&) = delete;
+  local_cluster& operator=(const local_cluster&) = delete;
+  ~local_cluster() {
+    if (sig_fd_ >= 0)
+      ::close(sig_fd_);
+  }
+
+  int run() {
+    // SIGINT, SIGTERM and SIGCHLD arrive through a signalfd, so the one
+    // poll() loop below sees signals, node output and node exits alike.
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGCHLD);
+    if (::sigprocmask(SIG_BLOCK, &mask, &old_mask_) != 0
+        || (sig_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+      std::cerr << "tally: cannot watch signals: " << std::strerror(errno)
+                << '\n';
+      return exit_failed;
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < opts_.nodes; ++i) {
+      if (auto rc = start_node(i); rc != exit_ok)
+        return rc;
+      if (stop_requested_)
+        return stop_all();
+    }
+    print_summary();
+    for (;;) {
+      pump(-1);
+      if (stop_requested_)
+        return stop_all();
+      report_exits();
+      bool any_alive = false;
+      for (const auto& n : nodes_)
+        any_alive = any_alive || !n.exited;
+      if (!any_alive) {
+        std::cerr << "tally: every node has exited; stopping\n";
+        return exit_failed;
+      }
+    }
+  }
+
+private:
+  int start_node(int i) {
+    local_node n;
+    n.index = i;
+    n.port = opts_.base_port + i;
+    n.cluster_port = opts_.base_port + 1000 + i;
+    n.data_dir = opts_.data_dir + "/node" + std::to_string(i);
+    std::error_code ec;
+    std::filesystem::create_directories(n.data_dir, ec);
+    if (ec) {
+      std::cerr << "tally: cannot create " << n.data_dir << ": "
+                << ec.message() << '\n';
+      stop_all();
+      return exit_failed;
+    }
+    std::vector<std::string> args{tallyd_,       "--data-dir",
+                                  n.data_dir,    "--port",
+                                  std::to_string(n.port), "--cluster-port",
+                                  std::to_string(n.cluster_port)};
+    if (i > 0) {
+      args.push_back("--join");
+      args.push_back("127.0.0.1:" + std::to_string(opts_.base_port + 1000));
+    }
+    if (opts_.partitions) {
+      args.push_back("--partitions");
+      args.push_back(*opts_.partitions);
+    }
+    if (opts_.durability) {
+      args.push_back("--durability");
+      args.push_back(*opts_.durability);
+    }
+    std::string command;
+    for (const auto& a : args)
+      command += (command.empty() ? "" : " ") + a;
+    std::cerr << "tally: starting node" << i << ": " << command << '\n';
+
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      std::cerr << "tally: pipe: " << std::strerror(errno) << '\n';
+      stop_all();
+      return exit_failed;
+    }
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::cerr << "tally: fork: " << std::strerror(errno) << '\n';
+      ::close(fds[0]);
+      ::close(fds[1]);
+      stop_all();
+      return exit_failed;
+    }
+    if (pid == 0) {
+      // Its own process group: a Ctrl-C in the terminal reaches only this
+      // tally, which stops the nodes in order. If this tally dies without
+      // stopping them, the kernel sends them SIGTERM.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent)
+        ::_exit(1);
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::dup2(fds[1], STDERR_FILENO);
+      ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      ::execv(argv[0], argv.data());
+      auto msg = std::string{"cannot run "} + argv[0] + ": "
+                 + std::strerror(errno) + "\n";
+      auto rc = ::write(STDERR_FILENO, msg.data(), msg.size());
+      (void)rc;
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    n.pid = pid;
+    n.out_fd = fds[0];
+    nodes_.push_back(std::move(n));
+
+    auto deadline = std::chrono::steady_clock::now()
+                    + std::chrono::seconds{opts_.ready_timeout_s};
+    for (;;) {
+      auto& me = nodes_.back();
+      if (me.ready)
+        return exit_ok;
+      if (stop_requested_)
+        return exit_ok; // run() stops them
+      for (auto& other : nodes_)
+        if (other.exited) {
+          drain(other);
+          std::cerr << "tally: node" << other.index << " (pid " << other.pid
+                    << ") " << describe_exit(other.status)
+                    << (other.index == i ? " before it was ready"
+                                         : " while node" + std::to_string(i)
+                                             + " was starting")
+                    << " (its output is above); stopping the cluster\n";
+          other.reported = true;
+          stop_all();
+          return exit_failed;
+        }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+      if (left <= 0) {
+        std::cerr << "tally: node" << i << " (pid " << me.pid
+                  << ") did not log 'tallyd ready on port' within "
+                  << opts_.ready_timeout_s
+                  << " s (--ready-timeout); stopping the cluster\n";
+        stop_all();
+        return exit_failed;
+      }
+      pump(static_cast<int>(std::min<long long>(left, 1000)));
+    }
+  }
+
+  void print_summary() {
+    std::ostringstream out;
+    out << "local Tally cluster: " << nodes_.size()
+        << (nodes_.size() == 1 ? " node" : " nodes")
+        << " on 127.0.0.1, data in " << opts_.data_dir << "\n";
+    for (const auto& n : nodes_)
+      out << "  node" << n.index << "  client port " << n.port
+          << "  node id tally@127.0.0.1:" << n.cluster_port << "  data "
+          << n.data_dir << "  pid " << n.pid << '\n';
+    out << "try:  tally --port " << opts_.base_port
+        << " inc shop visits 5\n"
+           "      tally --port "
+        << opts_.base_port << " cluster status\n"
+        << "stop: Ctrl-C here, or kill -TERM " << ::getpid()
+        << " (stops every node)\n";
+    std::cout << out.str() << std::flush;
+  }
+
+  /// Waits up to `timeout_ms` (-1: no limit) for a signal or node output,
+  /// and handles what came.
+  void pump(int timeout_ms) {
+    std::vector<pollfd> fds;
+    fds.push_back({sig_fd_, POLLIN, 0});
+    std::vector<local_node*> owners;
+    for (auto& n : nodes_)
+      if (n.out_fd >= 0) {
+        fds.push_back({n.out_fd, POLLIN, 0});
+        owners.push_back(&n);
+      }
+    auto rc = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (rc < 0 && errno != EINTR) {
+      std::cerr << "tally: poll: " << std::strerror(errno) << '\n';
+      stop_requested_ = true;
+      return;
+    }
+    for (std::size_t k = 1; k < fds.size(); ++k)
+      if (fds[k].revents != 0)
+        read_output(*owners[k - 1]);
+    if (fds[0].revents != 0) {
+      signalfd_siginfo info{};
+      while (::read(sig_fd_, &info, sizeof(info))
+             == static_cast<ssize_t>(sizeof(info))) {
+        if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM) {
+          if (stop_requested_)
+            kill_now_ = true;
+          stop_requested_ = true;
+        }
+      }
+    }
+    reap();
+  }
+
+  void reap() {
+    for (auto& n : nodes_) {
+      if (n.exited)
+        continue;
+      int status = 0;
+      if (::waitpid(n.pid, &status, WNOHANG) == n.pid) {
+        n.exited = true;
+        n.status = status;
+      }
+    }
+  }
+
+  /// Copies whatever the node wrote to our stderr, line by line.
+  void read_output(local_node& n) {
+    char buf[4096];
+    for (;;) {
+      auto got = ::read(n.out_fd, buf, sizeof(buf));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0) // EAGAIN: nothing more for now
+        return;
+      if (got == 0) { // the node closed its output (it exited)
+        if (!n.partial.empty())
+          forward_line(n, n.partial);
+        n.partial.clear();
+        ::close(n.out_fd);
+        n.out_fd = -1;
+        return;
+      }
+      n.partial.append(buf, static_cast<std::size_t>(got));
+      std::size_t start = 0;
+      for (auto nl = n.partial.find('\n'); nl != std::string::npos;
+           nl = n.partial.find('\n', start)) {
+        forward_line(n, n.partial.substr(start, nl - start));
+        start = nl + 1;
+      }
+      n.partial.erase(0, start);
+    }
+  }
+
+  void forward_line(local_node& n, const std::string& line) {
+    write_stderr("[node" + std::to_string(n.index) + "] " + line + "\n");
+    if (line.find("tallyd ready on port") != std::string::npos)
+      n.ready = true;
+  }
+
+  /// The rest of an exited node's output (its last words).
+  void drain(local_node& n) {
+    while (n.out_fd >= 0) {
+      pollfd p{n.out_fd, POLLIN, 0};
+      if (::poll(&p, 1, 200) <= 0) // a grandchild may hold the pipe open
+        break;
+      read_output(n);
+    }
+  }
+
+  void report_exits() {
+    for (auto& n : nodes_)
+      if (n.exited && !n.reported) {
+        drain(n);
+        n.reported = true;
+        int alive = 0;
+        for (const auto& m : nodes_)
+          alive += m.exited ? 0 : 1;
+        std::cerr << "tally: node" << n.index << " (pid " << n.pid
+                  << ", client port " << n.port << ") "
+                  << describe_exit(n.status) << "; " << alive
+                  << (alive == 1 ? " node keeps" : " nodes keep")
+                  << " running\n";
+      }
+  }
+
+  /// SIGTERM to every live node, up to 10 s for them to exit, then SIGKILL.
+  int stop_all() {
+    int alive = 0;
+    for (auto& n : nodes_)
+      if (!n.exited) {
+        ::kill(n.pid, SIGTERM);
+        ++alive;
+      }
+    if (alive > 0)
+      std::cerr << "tally: stopping " << alive
+                << (alive == 1 ? " node" : " nodes")
+                << " (SIGTERM; Ctrl-C again to kill at once)\n";
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    for (;;) {
+      bool all_gone = true;
+      for (const auto& n : nodes_)
+        all_gone = all_gone && n.exited;
+      if (all_gone)
+        break;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+      if (left <= 0 || kill_now_) {
+        for (auto& n : nodes_)
+          if (!n.exited) {
+            std::cerr << "tally: node" << n.index << " (pid " << n.pid
+                      << ") did not stop" << (kill_now_ ? "" : " within 10 s")
+                      << "; killing it\n";
+            ::kill(n.pid, SIGKILL);
+            ::waitpid(n.pid, &n.status, 0);
+            n.exited = true;
+          }
+        break;
+      }
+      pump(static_cast<int>(std::min<long long>(left, 200)));
+    }
+    for (auto& n : nodes_) {
+      drain(n);
+      if (n.out_fd >= 0) {
+        ::close(n.out_fd);
+        n.out_fd = -1;
+      }
+    }
+    if (alive > 0)
+      std::cerr << "tally: the cluster is stopped\n";
+    return exit_ok;
+  }
+
+  local_options opts_;
+  std::string tallyd_;
+  std::vector<local_node> nodes_;
+  int sig_fd_ = -1;
+  sigset_t old_mask_{};
+  bool stop_requested_ = false;
+  bool kill_now_ = false;
+};
+
+int run_cluster_local(const local_options& opts) {
+  std::string looked_in;
+  auto tallyd = find_tallyd(looked_in);
+  if (!tallyd) {
+    std::cerr << "tally: cluster local: cannot find tallyd: it is neither "
+                 "next to this tally ("
+              << (looked_in.empty() ? "unknown directory" : looked_in)
+              << ") nor on PATH; build it (cmake --build build --target "
+                 "tallyd) or add its directory to PATH\n";
+    return exit_usage;
+  }
+  local_cluster cluster{opts, *tallyd};
+  return cluster.run();
+}
+
+/// 'tally cluster ...': returns the exit code.
+int run_cluster(const client_options& opts,
+                const std::vector<std::string>& rest) {
+  if (rest.empty())
+    bad_usage("cluster needs a subcommand (status, leave or local)",
+              cluster_usage);
+  const auto& sub = rest.front();
+  std::vector<std::string> args(rest.begin() + 1, rest.end());
+  if (is_help(sub) || sub == "help") {
+    std::cout << cluster_usage;
+    return exit_ok;
+  }
+  const char* usage = sub == "status"  ? cluster_status_usage
+                      : sub == "leave" ? cluster_leave_usage
+                      : sub == "local" ? cluster_local_usage
+                                       : nullptr;
+  if (usage == nullptr)
+    bad_usage("cluster: unknown subcommand '" + sub
+                + "' (expected status, leave or local)",
+              cluster_usage);
+  for (const auto& a : args)
+    if (is_help(a)) {
+      std::cout << usage;
+      return exit_ok;
+    }
+  if (sub == "local")
+    return run_cluster_local(parse_local(args));
+  if (sub == "status" && !args.empty())
+    bad_usage("cluster status takes no arguments", cluster_status_usage);
+  if (sub == "leave") {
+    if (args.size() > 1)
+      bad_usage("cluster leave takes at most one NODE-ID",
+                cluster_leave_usage);
+    if (!args.empty() && args.front().rfind("-", 0) == 0)
+      bad_usage("cluster leave: unknown option '" + args.front() + "'",
+                cluster_leave_usage);
+    if (auto st = check_admin_req(admin_req{"leave", args}); !st)
+      bad_usage("cluster leave: NODE-ID: " + st.err().message(),
+                cluster_leave_usage);
+  }
+  auto c = client::connect(opts);
+  if (!c)
+    return report(c.err());
+  return run_cluster_admin(*c, sub, args);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -320,6 +991,8 @@ int main(int argc, char** argv) {
     std::cout << main_usage;
     return exit_ok;
   }
+  if (command == "cluster")
+    return run_cluster(opts, rest);
   if (usage == nullptr)
     bad_usage("unknown command '" + command + "'", main_usage);
   for (const auto& a : rest)

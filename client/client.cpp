@@ -85,6 +85,14 @@ expected<std::string> commit_clock(expected<response> resp,
   return std::move(r->commit_time);
 }
 
+/// True for a number that names an errc other than ok (a newer node may
+/// send codes this client does not know).
+bool is_known_errc(std::uint32_t value) {
+  if (value == 0 || value > 255)
+    return false;
+  return to_string(static_cast<errc>(value)) != "unknown";
+}
+
 std::string frame_bytes(const request& req) {
   auto bytes = encode_frame(encode_request(req));
   // A request too big for one frame cannot be sent; an empty string marks
@@ -257,6 +265,31 @@ expected<transaction> client::start(std::optional<std::string> clock) {
   if (!r->success)
     return failed("StartTransaction", r->error_code);
   return transaction{this, std::move(r->transaction_descriptor)};
+}
+
+expected<std::string> client::admin(const std::string& command,
+                                    const std::vector<std::string>& args) {
+  admin_req req{command, args};
+  if (auto st = check_admin_req(req); !st)
+    return st.err();
+  auto context = "admin command '" + command + "'";
+  auto resp = call(req, false);
+  if (resp) {
+    if (auto* e = std::get_if<error_resp>(&*resp))
+      return make_error(e->err.code(), context + ": " + e->err.message());
+  }
+  auto r = expect<admin_resp>(std::move(resp), "TallyAdmin");
+  if (!r)
+    return r.err();
+  if (!r->success) {
+    auto code = is_known_errc(r->error_code) ? static_cast<errc>(r->error_code)
+                                             : errc::unavailable;
+    if (r->text.empty())
+      return make_error(code, context + " failed: the node answered "
+                                + std::string{to_string(code)});
+    return make_error(code, std::move(r->text));
+  }
+  return std::move(r->text);
 }
 
 // ---- transaction -----------------------------------------------------------

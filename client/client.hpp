@@ -196,6 +196,19 @@ public:
 
   pipeline make_pipeline() { return pipeline{this}; }
 
+  /// A cluster administration command (Tally extension, codes 240/241,
+  /// docs/PROTOCOL.md, "Admin requests"), e.g. admin("status", {}) or
+  /// admin("leave", {"tally@127.0.0.1:9087"}); the text the node answered.
+  /// Errors: errc::invalid_argument, before sending, for a request outside
+  /// the codec's bounds (check_admin_req); a failed TallyAdminResp as its
+  /// errc (unavailable when the node sent none it knows) with the node's
+  /// text as the message; an ErrorResp (e.g. from a node that does not serve
+  /// admin requests) as its error, the message prefixed with "admin command
+  /// '<command>': "; connection errors as for every request. Not resent
+  /// after a timeout or drop: an admin command need not be idempotent.
+  expected<std::string> admin(const std::string& command,
+                              const std::vector<std::string>& args);
+
   /// The next op id: <client_id(), last seq + 1>.
   op_id next_op_id() noexcept { return {client_id_, ++seq_}; }
 

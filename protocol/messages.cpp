@@ -269,6 +269,60 @@ expected<request> decode_static_read_objects(std::string_view body) {
                                          std::move(*objects)}};
 }
 
+expected<request> decode_admin(std::string_view body) {
+  pb::ApbTallyAdminReq msg;
+  if (auto st = parse(msg, body, "TallyAdminReq"); !st)
+    return st.err();
+  if (!msg.has_command())
+    return with_context("TallyAdminReq", missing("TallyAdminReq", "command"));
+  admin_req out;
+  out.command = msg.command();
+  out.args.assign(msg.args().begin(), msg.args().end());
+  if (auto st = check_admin_req(out); !st)
+    return st.err();
+  return request{std::move(out)};
+}
+
+// RFC 3629 UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xbf; // range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      if (c == 0xe0)
+        lo = 0xa0;
+      if (c == 0xed)
+        hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      if (c == 0xf0)
+        lo = 0x90;
+      if (c == 0xf4)
+        hi = 0x8f;
+    } else {
+      return false;
+    }
+    if (text.size() - i <= n)
+      return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      auto b = static_cast<unsigned char>(text[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xbf))
+        return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 // ---- encoding helpers -------------------------------------------------------
 
 void fill(pb::ApbBoundObject& out, const bound_object& in) {
@@ -452,12 +506,38 @@ status check_supported(const update_op& update) {
   return {};
 }
 
+status check_admin_req(const admin_req& req) {
+  auto bad = [](std::string what) {
+    return make_error(errc::invalid_argument, "TallyAdminReq: " + what);
+  };
+  if (req.command.empty())
+    return bad("the command is empty");
+  if (req.command.size() > max_admin_command_size)
+    return bad("command of " + std::to_string(req.command.size())
+               + " bytes; at most " + std::to_string(max_admin_command_size)
+               + " are allowed");
+  if (!valid_utf8(req.command))
+    return bad("the command is not valid UTF-8");
+  if (req.args.size() > max_admin_args)
+    return bad(std::to_string(req.args.size()) + " arguments; at most "
+               + std::to_string(max_admin_args) + " are allowed");
+  for (std::size_t i = 0; i < req.args.size(); ++i) {
+    if (req.args[i].size() > max_admin_arg_size)
+      return bad("argument " + std::to_string(i) + " of "
+                 + std::to_string(req.args[i].size()) + " bytes; at most "
+                 + std::to_string(max_admin_arg_size) + " are allowed");
+    if (!valid_utf8(req.args[i]))
+      return bad("argument " + std::to_string(i) + " is not valid UTF-8");
+  }
+  return {};
+}
+
 msg_code code_of(const request& req) noexcept {
   static constexpr msg_code codes[] = {
     msg_code::read_objects,          msg_code::update_objects,
     msg_code::start_transaction,     msg_code::abort_transaction,
     msg_code::commit_transaction,    msg_code::static_update_objects,
-    msg_code::static_read_objects,
+    msg_code::static_read_objects,   msg_code::tally_admin_req,
   };
   static_assert(std::size(codes) == std::variant_size_v<request>);
   return codes[req.index()];
@@ -483,6 +563,7 @@ expected<request> decode_request(std::uint8_t code, std::string_view body) {
     case msg_code::static_update_objects:
       return decode_static_update_objects(body);
     case msg_code::static_read_objects: return decode_static_read_objects(body);
+    case msg_code::tally_admin_req: return decode_admin(body);
     default: break;
   }
   return make_error(errc::unavailable,
@@ -542,6 +623,14 @@ frame encode_request(const request& req) {
             fill(*m.add_objects(), obj);
         });
     }
+    frame operator()(const admin_req& r) const {
+      return make_frame<pb::ApbTallyAdminReq>(
+        msg_code::tally_admin_req, [&](pb::ApbTallyAdminReq& m) {
+          m.set_command(r.command);
+          for (const auto& arg : r.args)
+            m.add_args(arg);
+        });
+    }
   };
   return std::visit(visitor{}, req);
 }
@@ -573,6 +662,7 @@ msg_code code_of(const response& resp) noexcept {
     msg_code::error_resp,        msg_code::operation_resp,
     msg_code::start_transaction_resp, msg_code::read_objects_resp,
     msg_code::commit_resp,       msg_code::static_read_objects_resp,
+    msg_code::tally_admin_resp,
   };
   static_assert(std::size(codes) == std::variant_size_v<response>);
   return codes[resp.index()];
@@ -621,6 +711,16 @@ frame encode_response(const response& resp) {
         [&](pb::ApbStaticReadObjectsResp& m) {
           fill(*m.mutable_objects(), r.objects);
           fill(*m.mutable_committime(), r.commit);
+        });
+    }
+    frame operator()(const admin_resp& r) const {
+      return make_frame<pb::ApbTallyAdminResp>(
+        msg_code::tally_admin_resp, [&](pb::ApbTallyAdminResp& m) {
+          m.set_success(r.success);
+          if (!r.text.empty())
+            m.set_text(r.text);
+          if (!r.success)
+            m.set_errorcode(r.error_code);
         });
     }
   };
@@ -704,6 +804,16 @@ expected<response> decode_response(std::uint8_t code, std::string_view body) {
         return commit.err();
       return response{static_read_objects_resp{std::move(*objects),
                                                std::move(*commit)}};
+    }
+    case msg_code::tally_admin_resp: {
+      pb::ApbTallyAdminResp m;
+      if (auto st = parse(m, body, "TallyAdminResp"); !st)
+        return st.err();
+      if (!m.has_success())
+        return with_context("TallyAdminResp",
+                            missing("TallyAdminResp", "success"));
+      return response{admin_resp{m.success(), m.text(),
+                                 m.has_errorcode() ? m.errorcode() : 0}};
     }
     default: break;
   }

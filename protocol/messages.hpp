@@ -13,10 +13,12 @@
 // (except std::bad_alloc) on any input: bad bytes become an error value.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -97,7 +99,7 @@ struct update_op {
 status check_supported(const bound_object& object);
 status check_supported(const update_op& update);
 
-// ---- Requests (the seven codes a Tally server serves) ----------------------
+// ---- Requests (the eight codes a Tally server serves) ----------------------
 
 /// 119 ApbStartTransaction. Transaction properties are accepted and ignored.
 struct start_transaction_req {
@@ -178,24 +180,54 @@ struct static_read_objects_req {
   }
 };
 
+/// Bounds of an admin request (decode_request refuses more with
+/// errc::invalid_argument). Why these: admin commands are short verbs
+/// ("status", "leave") with a few arguments such as a node id
+/// ("tally@127.0.0.1:9087"); the bounds keep a request a few KiB.
+inline constexpr std::size_t max_admin_command_size = 64;
+inline constexpr std::size_t max_admin_args = 16;
+inline constexpr std::size_t max_admin_arg_size = 1024;
+
+/// 240 ApbTallyAdminReq (Tally extension, not AntidoteDB): one cluster
+/// administration command and its arguments, e.g. {"leave", {node id}}.
+/// Answered with an admin_resp (241) or an error_resp. Which commands exist
+/// is the server's business; the codec only checks the bounds.
+struct admin_req {
+  std::string command;
+  std::vector<std::string> args;
+
+  friend bool operator==(const admin_req& a, const admin_req& b) {
+    return a.command == b.command && a.args == b.args;
+  }
+};
+
+/// ok for an admin request within the bounds above; errc::invalid_argument
+/// otherwise: an empty command, a command over max_admin_command_size bytes,
+/// more than max_admin_args arguments, an argument over max_admin_arg_size
+/// bytes, or a command or argument that is not valid UTF-8 (they are proto
+/// `string`s, which other languages' protobuf libraries require to be
+/// UTF-8).
+status check_admin_req(const admin_req& req);
+
 using request =
   std::variant<read_objects_req, update_objects_req, start_transaction_req,
                abort_transaction_req, commit_transaction_req,
-               static_update_objects_req, static_read_objects_req>;
+               static_update_objects_req, static_read_objects_req, admin_req>;
 
 /// The message code `req` travels with.
 msg_code code_of(const request& req) noexcept;
 
 /// Decodes one request frame (server side). Errors, each with a message that
 /// names the message, the element and the field:
-/// - errc::unavailable: `code` is not one of the seven served requests
+/// - errc::unavailable: `code` is not one of the eight served requests
 ///   (unknown, a response code, a nested-only message). AntidoteDB closes
 ///   the connection on an unknown code; the server may do the same.
 /// - errc::corrupt: the body is not protobuf, or lacks a required field, or
 ///   an operation id lacks its client or sequence number.
 /// - errc::invalid_argument: a CRDT type number that is no AntidoteDB type,
 ///   an ApbUpdateOperation with no operation or with more than one, a body
-///   larger than protobuf can parse (2 GiB).
+///   larger than protobuf can parse (2 GiB), an admin request that fails
+///   check_admin_req().
 /// - errc::wrong_type: an operation other than a counter update on a
 ///   counter (a set operation, a reset of a PN counter, ...).
 /// Objects of AntidoteDB types Tally does not store decode fine, with any
@@ -313,9 +345,29 @@ struct static_read_objects_resp {
   }
 };
 
+/// 241 ApbTallyAdminResp (Tally extension): the answer to an admin_req.
+/// `text` is for a human: the member table and partition ownership of
+/// "status", a confirmation, or on failure the reason. `error_code` is sent
+/// only when !success and is a tally::errc number (not a wire_error: no
+/// AntidoteDB peer ever reads this message).
+struct admin_resp {
+  bool success = true;
+  std::string text;
+  std::uint32_t error_code = 0;
+
+  static admin_resp failure(errc code, std::string text) {
+    return {false, std::move(text), static_cast<std::uint32_t>(code)};
+  }
+  friend bool operator==(const admin_resp& a, const admin_resp& b) {
+    return a.success == b.success && a.text == b.text
+           && a.error_code == b.error_code;
+  }
+};
+
 using response =
   std::variant<error_resp, operation_resp, start_transaction_resp,
-               read_objects_resp, commit_resp, static_read_objects_resp>;
+               read_objects_resp, commit_resp, static_read_objects_resp,
+               admin_resp>;
 
 /// The message code `resp` travels with.
 msg_code code_of(const response& resp) noexcept;
@@ -324,7 +376,7 @@ msg_code code_of(const response& resp) noexcept;
 frame encode_response(const response& resp);
 
 /// Decodes one response frame (client side). Errors: errc::unavailable for a
-/// code that is not one of the six responses; errc::corrupt for bytes that
+/// code that is not one of the seven responses; errc::corrupt for bytes that
 /// are not protobuf or lack a required field (including an
 /// ApbReadObjectResp with no value); errc::wrong_type for a value that is
 /// not a counter (a set, register, map or flag from an AntidoteDB server).

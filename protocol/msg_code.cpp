@@ -27,12 +27,14 @@ std::string_view to_string(msg_code code) noexcept {
     case msg_code::read_objects_resp: return "ReadObjectsResp";
     case msg_code::commit_resp: return "CommitResp";
     case msg_code::static_read_objects_resp: return "StaticReadObjectsResp";
+    case msg_code::tally_admin_req: return "TallyAdminReq";
+    case msg_code::tally_admin_resp: return "TallyAdminResp";
   }
   return "unknown";
 }
 
 std::optional<msg_code> msg_code_from_wire(std::uint8_t wire) noexcept {
-  if (wire == 0 || (wire >= 107 && wire <= 128))
+  if (wire == 0 || (wire >= 107 && wire <= 128) || wire == 240 || wire == 241)
     return static_cast<msg_code>(wire);
   return std::nullopt;
 }
@@ -51,6 +53,7 @@ std::optional<msg_code> reply_code_for(msg_code request) noexcept {
     case msg_code::static_update_objects: return msg_code::commit_resp;
     case msg_code::static_read_objects:
       return msg_code::static_read_objects_resp;
+    case msg_code::tally_admin_req: return msg_code::tally_admin_resp;
     default: return std::nullopt;
   }
 }

@@ -468,4 +468,99 @@ BOOST_AUTO_TEST_CASE(dropping_an_active_transaction_aborts_it) {
              == "X1");
 }
 
+// ---- admin requests (Tally extension, codes 240/241) -------------------------
+
+BOOST_AUTO_TEST_CASE(admin_sends_command_and_args_and_returns_the_text) {
+  test::fake_server node{1, [](std::size_t, test::fake_peer& peer) {
+    if (peer.read_frame())
+      peer.reply(admin_resp{true, "members: 3\n", 0});
+    if (peer.read_frame())
+      peer.reply(admin_resp{true, "", 0});
+  }};
+  auto c = connect_to(node.port());
+  auto status = c.admin("status", {});
+  BOOST_REQUIRE_MESSAGE(status.has_value(),
+                        (status ? std::string{} : status.err().to_string()));
+  BOOST_TEST(*status == "members: 3\n");
+  auto leave = c.admin("leave", {"tally@127.0.0.1:9087"});
+  BOOST_REQUIRE(leave.has_value());
+  BOOST_TEST(leave->empty());
+  node.join();
+  const auto& f = node.frames();
+  BOOST_REQUIRE_EQUAL(f.size(), 2u);
+  BOOST_TEST(f[0].code == 240);
+  BOOST_TEST((decode(f[0]) == request{admin_req{"status", {}}}));
+  BOOST_TEST((decode(f[1])
+              == request{admin_req{"leave", {"tally@127.0.0.1:9087"}}}));
+}
+
+BOOST_AUTO_TEST_CASE(admin_failures_carry_the_nodes_message) {
+  test::fake_server node{1, [](std::size_t, test::fake_peer& peer) {
+    if (peer.read_frame())
+      peer.reply(admin_resp::failure(errc::not_found,
+                                     "tally@x:1 is not a member"));
+    if (peer.read_frame())
+      peer.reply(admin_resp{false, "", 200}); // a code this client lacks
+    if (peer.read_frame())
+      peer.reply(error_resp{make_error(errc::invalid_argument,
+                                       "not a transaction request")});
+    if (peer.read_frame())
+      peer.reply(operation_resp{}); // not an admin reply
+  }};
+  auto c = connect_to(node.port());
+  auto a = c.admin("leave", {"tally@x:1"});
+  BOOST_REQUIRE(!a);
+  BOOST_TEST(a.err().code() == errc::not_found);
+  BOOST_TEST(a.err().message() == "tally@x:1 is not a member");
+  auto b = c.admin("status", {});
+  BOOST_REQUIRE(!b);
+  BOOST_TEST(b.err().code() == errc::unavailable);
+  BOOST_TEST(b.err().message().find("admin command 'status' failed")
+             != std::string::npos);
+  auto e = c.admin("status", {});
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(e.err().code() == errc::invalid_argument);
+  BOOST_TEST(e.err().message()
+             == "admin command 'status': not a transaction request");
+  auto w = c.admin("status", {});
+  BOOST_REQUIRE(!w);
+  BOOST_TEST(w.err().code() == errc::corrupt);
+  node.join();
+  BOOST_TEST(node.frames().size() == 4u);
+  BOOST_TEST(c.retries_done() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(admin_requests_out_of_bounds_are_refused_before_sending) {
+  test::fake_server node{1, [](std::size_t, test::fake_peer& peer) {
+    peer.wait_for_close();
+  }};
+  {
+    auto c = connect_to(node.port());
+    for (auto r : {c.admin("", {}),
+                   c.admin(std::string(max_admin_command_size + 1, 'x'), {}),
+                   c.admin("leave", std::vector<std::string>(
+                                      max_admin_args + 1, "a")),
+                   c.admin("leave", {std::string(max_admin_arg_size + 1, 'a')}),
+                   c.admin("leave", {"\xff"})}) {
+      BOOST_REQUIRE(!r);
+      BOOST_TEST(r.err().code() == errc::invalid_argument);
+    }
+  }
+  node.join();
+  BOOST_TEST(node.frames().empty());
+}
+
+BOOST_AUTO_TEST_CASE(admin_is_not_resent_after_a_timeout) {
+  test::fake_server node{1, [](std::size_t, test::fake_peer& peer) {
+    peer.wait_for_close(); // reads the request, never answers
+  }};
+  auto c = connect_to(node.port(), 100ms, 3);
+  auto r = c.admin("leave", {});
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().code() == errc::timeout);
+  node.join();
+  BOOST_TEST(node.frames().size() == 1u);
+  BOOST_TEST(c.retries_done() == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

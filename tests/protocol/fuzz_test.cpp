@@ -40,6 +40,8 @@ std::vector<frame> corpus() {
          commit_transaction_req{desc},
          static_update_objects_req{start_transaction_req{clock}, {u, v}},
          static_read_objects_req{{}, {c, c, s}},
+         admin_req{"status", {}},
+         admin_req{"leave", {"tally@127.0.0.1:9087", "x"}},
        })
     out.push_back(encode_request(r));
   for (const response& r : std::vector<response>{
@@ -50,6 +52,8 @@ std::vector<frame> corpus() {
          commit_resp{true, clock, 0},
          static_read_objects_resp{read_objects_resp{true, {crdt_value{std::int64_t{4}}}, 0},
                                   commit_resp{true, clock, 0}},
+         admin_resp{true, "members: 1", 0},
+         admin_resp::failure(errc::not_found, "no such node"),
        })
     out.push_back(encode_response(r));
   return out;
@@ -195,8 +199,11 @@ BOOST_AUTO_TEST_CASE(random_bytes_never_crash_the_decoders) {
           decode_everything(f->code, f->body, decoded, refused);
       }
       (void)dec.finish();
-      // As a body under a random code, biased towards the served ones.
-      auto code = rng.chance(0.7)
+      // As a body under a random code, biased towards the served ones
+      // (AntidoteDB's and Tally's admin pair).
+      auto code = rng.chance(0.1)
+                    ? static_cast<std::uint8_t>(rng.uniform(240, 241))
+                  : rng.chance(0.7)
                     ? static_cast<std::uint8_t>(rng.uniform(116, 128))
                     : static_cast<std::uint8_t>(rng.uniform(0, 255));
       decode_everything(code, bytes, decoded, refused);
@@ -214,7 +221,9 @@ BOOST_AUTO_TEST_CASE(random_protobuf_messages_decode_or_fail_cleanly) {
   TALLY_SEED_CONTEXT(rng) {
     for (int i = 0; i < 30000; ++i) {
       auto code = static_cast<std::uint8_t>(
-        rng.chance(0.2) ? 0 : rng.uniform(111, 128));
+        rng.chance(0.2)   ? 0
+        : rng.chance(0.1) ? rng.uniform(240, 241)
+                          : rng.uniform(111, 128));
       decode_everything(code, random_message(rng, 4), decoded, refused);
     }
   }

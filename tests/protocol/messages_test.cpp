@@ -94,6 +94,12 @@ BOOST_AUTO_TEST_CASE(every_request_round_trips) {
     static_update_objects_req{{}, {}},
     static_read_objects_req{{}, {obj("b", "x"), obj("b", "y")}},
     static_read_objects_req{start_transaction_req{clock}, {obj("b", "x")}},
+    admin_req{"status", {}},
+    admin_req{"leave", {"tally@127.0.0.1:9087"}},
+    admin_req{std::string(max_admin_command_size, 'c'),
+              std::vector<std::string>(max_admin_args,
+                                       std::string(max_admin_arg_size, 'a'))},
+    admin_req{"x", {"", "caf\xc3\xa9", "\xf0\x9f\x98\x80"}},
   };
   for (const auto& req : requests)
     BOOST_TEST((round_trip(req) == req));
@@ -130,6 +136,10 @@ BOOST_AUTO_TEST_CASE(every_response_round_trips) {
     commit_resp::failure(errc::aborted),
     static_read_objects_resp{read_objects_resp{true, {crdt_value{std::int64_t{3}}}, 0},
                              commit_resp{true, clock, 0}},
+    admin_resp{true, "member  partitions\ntally@127.0.0.1:9087  64\n", 0},
+    admin_resp{true, "", 0},
+    admin_resp::failure(errc::not_found, "no member tally@x:1"),
+    admin_resp::failure(errc::unavailable, ""),
   };
   for (const auto& resp : responses)
     BOOST_TEST((round_trip(resp) == resp));
@@ -328,7 +338,7 @@ BOOST_AUTO_TEST_CASE(unknown_and_unserved_codes_are_unavailable) {
     BOOST_TEST(r.err().message().find("unknown message code")
                != std::string::npos);
   }
-  for (int code : {0, 107, 109, 115, 117, 124, 126, 128}) {
+  for (int code : {0, 107, 109, 115, 117, 124, 126, 128, 241}) {
     auto r = decode_request(static_cast<std::uint8_t>(code), "");
     BOOST_REQUIRE(!r.has_value());
     BOOST_TEST(r.err().code() == errc::unavailable);
@@ -336,6 +346,57 @@ BOOST_AUTO_TEST_CASE(unknown_and_unserved_codes_are_unavailable) {
   }
   BOOST_TEST(decode_response(119, "").err().code() == errc::unavailable);
   BOOST_TEST(decode_response(200, "").err().code() == errc::unavailable);
+  BOOST_TEST(decode_response(240, "").err().code() == errc::unavailable);
+}
+
+BOOST_AUTO_TEST_CASE(admin_requests_out_of_bounds_are_invalid_and_named) {
+  auto refused = [](const admin_req& req, const std::string& needle) {
+    BOOST_TEST(!check_admin_req(req));
+    auto f = encode_request(req);
+    BOOST_TEST(f.code == 240);
+    auto e = decode_error(msg_code::tally_admin_req, f.body);
+    BOOST_TEST(e.code() == errc::invalid_argument);
+    BOOST_TEST(e.message().find("TallyAdminReq") != std::string::npos);
+    BOOST_TEST_INFO(e.message());
+    BOOST_TEST(e.message().find(needle) != std::string::npos);
+  };
+  refused(admin_req{"", {}}, "empty");
+  refused(admin_req{std::string(max_admin_command_size + 1, 'c'), {}},
+          "command of 65 bytes");
+  refused(admin_req{"leave", std::vector<std::string>(max_admin_args + 1, "a")},
+          "17 arguments");
+  refused(admin_req{"leave", {"ok", std::string(max_admin_arg_size + 1, 'a')}},
+          "argument 1 of 1025 bytes");
+  refused(admin_req{"st\xff", {}}, "command is not valid UTF-8");
+  refused(admin_req{"leave", {"\xc0\x80"}}, "argument 0 is not valid UTF-8");
+  refused(admin_req{"leave", {"\xed\xa0\x80"}}, "not valid UTF-8"); // surrogate
+  refused(admin_req{"leave", {"\xe2\x82"}}, "not valid UTF-8");     // truncated
+  BOOST_TEST(!!check_admin_req(admin_req{"status", {}}));
+
+  // The required command missing is corrupt, as for every message.
+  pb::ApbTallyAdminReq m;
+  m.add_args("x");
+  auto e = decode_error(msg_code::tally_admin_req, body_of(m));
+  BOOST_TEST(e.code() == errc::corrupt);
+  BOOST_TEST(e.message().find("'command'") != std::string::npos);
+  // An admin response without success is corrupt.
+  auto r = decode_response(241, "");
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.err().code() == errc::corrupt);
+  BOOST_TEST(r.err().message().find("'success'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(admin_response_sends_its_error_code_only_on_failure) {
+  pb::ApbTallyAdminResp m;
+  auto f = encode_response(admin_resp{true, "ok", 7});
+  BOOST_REQUIRE(m.ParseFromString(f.body));
+  BOOST_TEST(!m.has_errorcode());
+  BOOST_TEST(m.text() == "ok");
+  f = encode_response(admin_resp::failure(errc::not_found, "who?"));
+  BOOST_REQUIRE(m.ParseFromString(f.body));
+  BOOST_TEST(!m.success());
+  BOOST_TEST(m.errorcode() == static_cast<std::uint32_t>(errc::not_found));
+  BOOST_TEST(m.text() == "who?");
 }
 
 BOOST_AUTO_TEST_CASE(garbage_body_is_corrupt) {

@@ -27,6 +27,18 @@ BOOST_AUTO_TEST_CASE(codes_are_antidotes_numbers) {
   BOOST_TEST(static_cast<int>(msg_code::static_read_objects_resp) == 128);
 }
 
+BOOST_AUTO_TEST_CASE(tally_admin_codes_are_outside_antidotes_range) {
+  // AntidoteDB uses 0 and 107-136; Tally's admin pair is 240/241.
+  BOOST_TEST(static_cast<int>(msg_code::tally_admin_req) == 240);
+  BOOST_TEST(static_cast<int>(msg_code::tally_admin_resp) == 241);
+  BOOST_TEST(to_string(msg_code::tally_admin_req) == "TallyAdminReq");
+  BOOST_TEST(to_string(msg_code::tally_admin_resp) == "TallyAdminResp");
+  BOOST_TEST((msg_code_from_wire(240) == msg_code::tally_admin_req));
+  BOOST_TEST((msg_code_from_wire(241) == msg_code::tally_admin_resp));
+  BOOST_TEST(!msg_code_from_wire(239).has_value());
+  BOOST_TEST(!msg_code_from_wire(242).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(every_wire_byte_maps_to_a_named_code_or_none) {
   int known = 0;
   for (int b = 0; b < 256; ++b) {
@@ -37,7 +49,7 @@ BOOST_AUTO_TEST_CASE(every_wire_byte_maps_to_a_named_code_or_none) {
     BOOST_TEST(static_cast<int>(*code) == b);
     BOOST_TEST(to_string(*code) != "unknown");
   }
-  BOOST_TEST(known == 23); // 0 and 107..128
+  BOOST_TEST(known == 25); // 0, 107..128, 240, 241
   BOOST_TEST(!msg_code_from_wire(1).has_value());
   BOOST_TEST(!msg_code_from_wire(129).has_value());
   BOOST_TEST(!msg_code_from_wire(135).has_value());
@@ -53,11 +65,15 @@ BOOST_AUTO_TEST_CASE(served_requests_reply_with_antidotes_codes) {
   BOOST_TEST((reply_code_for(m::static_update_objects) == m::commit_resp));
   BOOST_TEST((reply_code_for(m::static_read_objects)
               == m::static_read_objects_resp));
+  BOOST_TEST((reply_code_for(m::tally_admin_req) == m::tally_admin_resp));
+  BOOST_TEST(!reply_code_for(m::tally_admin_resp).has_value());
   int served = 0;
   for (int b = 0; b < 256; ++b)
     if (auto c = msg_code_from_wire(static_cast<std::uint8_t>(b)))
       served += is_served_request(*c) ? 1 : 0;
-  BOOST_TEST(served == 7);
+  BOOST_TEST(served == 8);
+  BOOST_TEST(is_served_request(m::tally_admin_req));
+  BOOST_TEST(!is_served_request(m::tally_admin_resp));
   BOOST_TEST(!is_served_request(m::counter_update));
   BOOST_TEST(!is_served_request(m::commit_resp));
 }

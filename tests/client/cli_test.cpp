@@ -1,0 +1,440 @@
+// apps/tally.cpp, the 'cluster' commands, run as a process: usage errors,
+// 'cluster status' and 'cluster leave' against the scripted fake node
+// (fake_server.hpp), and 'cluster local' with a fake tallyd (a shell script
+// placed next to a copy of the tally binary) that records its arguments.
+// The real tallyd cannot be used here yet: it needs the cluster flags
+// (--cluster-port, --join) to start a cluster node.
+#include <boost/test/unit_test.hpp>
+
+#ifdef TALLY_CLI_PATH
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/messages.hpp"
+#include "tests/client/fake_server.hpp"
+
+extern char** environ;
+
+using namespace tally;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::random_device rd;
+    path = fs::temp_directory_path()
+           / ("tally-cli-test-" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in{p};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A started CLI process whose stdout and stderr go to files in `dir`.
+struct cli_process {
+  pid_t pid = -1;
+  fs::path out, err;
+
+  cli_process(const std::string& binary, const std::vector<std::string>& args,
+              const fs::path& dir, const std::vector<std::string>& env = {}) {
+    out = dir / "stdout";
+    err = dir / "stderr";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> all{binary};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e)
+      env_strings.emplace_back(*e);
+    for (const auto& e : env) { // override by name
+      auto name = e.substr(0, e.find('=') + 1);
+      for (auto& s : env_strings)
+        if (s.rfind(name, 0) == 0)
+          s.clear();
+      env_strings.push_back(e);
+    }
+    std::vector<char*> envp;
+    for (auto& e : env_strings)
+      if (!e.empty())
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    BOOST_REQUIRE(posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(),
+                              envp.data())
+                  == 0);
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~cli_process() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+
+  /// The exit code; -1 when it did not exit within `limit` (then killed).
+  int wait(std::chrono::milliseconds limit = 20s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return -1;
+      std::this_thread::sleep_for(10ms);
+    }
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  /// Waits until stdout contains `text`; false after `limit`.
+  bool wait_for_stdout(const std::string& text,
+                       std::chrono::milliseconds limit = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (slurp(out).find(text) != std::string::npos)
+        return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+};
+
+struct cli_result {
+  int code = -1;
+  std::string out, err;
+};
+
+cli_result run_cli(const std::vector<std::string>& args,
+                   const std::vector<std::string>& env = {},
+                   const std::string& binary = TALLY_CLI_PATH) {
+  temp_dir dir;
+  cli_process p{binary, args, dir.path, env};
+  cli_result r;
+  r.code = p.wait();
+  r.out = slurp(p.out);
+  r.err = slurp(p.err);
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A stand-in for tallyd: records "<pid> <args>" in <data-dir>/args, logs
+// the ready line, stops on SIGTERM. FAKE_TALLYD_MODE changes that for the
+// node on port FAKE_TALLYD_PORT: "exit" exits 3 before ready, "silent"
+// never gets ready, "die" exits 4 shortly after ready.
+constexpr const char* fake_tallyd = R"(#!/bin/sh
+all="$*"; dir=""; port=""
+while [ $# -gt 0 ]; do
+  case "$1" in --data-dir) dir="$2"; shift;; --port) port="$2"; shift;; esac
+  shift
+done
+echo "$$ $all" > "$dir/args"
+echo "fake tallyd on $port"
+trap 'echo "fake tallyd stopping" >&2; exit 0' TERM
+if [ "$port" = "$FAKE_TALLYD_PORT" ]; then
+  case "$FAKE_TALLYD_MODE" in
+    exit) echo "fake failure" >&2; exit 3;;
+    silent) while :; do sleep 0.05; done;;
+  esac
+fi
+echo "tallyd ready on port $port" >&2
+if [ "$port" = "$FAKE_TALLYD_PORT" ] && [ "$FAKE_TALLYD_MODE" = die ]; then
+  sleep 0.3; exit 4
+fi
+while :; do sleep 0.05; done
+)";
+
+/// A directory with a copy of tally (so /proc/self/exe points there) and,
+/// if asked, the fake tallyd next to it.
+struct cli_install {
+  temp_dir dir;
+  std::string tally;
+  explicit cli_install(bool with_tallyd) {
+    tally = (dir.path / "tally").string();
+    fs::copy_file(TALLY_CLI_PATH, tally);
+    if (with_tallyd) {
+      auto script = dir.path / "tallyd";
+      std::ofstream{script} << fake_tallyd;
+      fs::permissions(script, fs::perms::owner_all);
+    }
+  }
+};
+
+/// "<pid> <args>" the fake node i recorded.
+std::string recorded_args(const fs::path& data, int i) {
+  return slurp(data / ("node" + std::to_string(i)) / "args");
+}
+
+bool process_gone(const std::string& recorded) {
+  auto pid = static_cast<pid_t>(std::stol(recorded));
+  return ::kill(pid, 0) != 0;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_cluster)
+
+BOOST_AUTO_TEST_CASE(cluster_help_texts) {
+  for (auto args : std::vector<std::vector<std::string>>{
+         {"cluster", "--help"},
+         {"cluster", "help"},
+         {"cluster", "status", "--help"},
+         {"cluster", "leave", "-h"},
+         {"cluster", "local", "--help"},
+         {"cluster", "local", "--nodes", "0", "--help"}}) {
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 0);
+    BOOST_TEST(contains(r.out, "usage: tally"));
+  }
+  auto local = run_cli({"cluster", "local", "--help"});
+  for (auto part : {"--nodes N", "--data-dir DIR", "--base-port P",
+                    "--partitions Q", "--durability MODE", "P+1000+i",
+                    "--join 127.0.0.1:<P+1000>", "[node<i>] ", "SIGTERM",
+                    "next to this tally binary"})
+    BOOST_TEST(contains(local.out, part), part);
+  BOOST_TEST(contains(run_cli({"--help"}).out, "cluster local --nodes N"));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_usage_errors_exit_2_with_a_clear_message) {
+  struct bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const auto& b : std::vector<bad>{
+         {{"cluster"}, "cluster needs a subcommand"},
+         {{"cluster", "join"}, "unknown subcommand 'join'"},
+         {{"cluster", "status", "x"}, "takes no arguments"},
+         {{"cluster", "leave", "a", "b"}, "at most one NODE-ID"},
+         {{"cluster", "leave", "--force"}, "unknown option '--force'"},
+         {{"cluster", "leave", std::string(2000, 'n')}, "1024"},
+         {{"cluster", "local"}, "needs --nodes N"},
+         {{"cluster", "local", "--nodes", "0"}, "--nodes '0' is not a node count"},
+         {{"cluster", "local", "--nodes", "65"}, "(1-64)"},
+         {{"cluster", "local", "--nodes=x"}, "--nodes 'x'"},
+         {{"cluster", "local", "--nodes"}, "--nodes needs a value"},
+         {{"cluster", "local", "--nodes", "3", "--base-port", "64534"},
+          "leaves no room"},
+         {{"cluster", "local", "--nodes", "1", "--durability", "fast"},
+          "full, batch or none"},
+         {{"cluster", "local", "--nodes", "1", "--partitions", "3"},
+          "not a power of two"},
+         {{"cluster", "local", "--nodes", "1", "--bogus"},
+          "unknown option '--bogus'"}}) {
+    auto r = run_cli(b.args);
+    BOOST_TEST(r.code == 2, b.message);
+    BOOST_TEST(contains(r.err, "tally: "));
+    BOOST_TEST(contains(r.err, b.message), r.err);
+    BOOST_TEST(contains(r.err, "usage: tally"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cluster_local_without_tallyd_exits_2) {
+  cli_install install{false};
+  auto r = run_cli({"cluster", "local", "--nodes", "2", "--data-dir",
+                    (install.dir.path / "data").string()},
+                   {"PATH=" + (install.dir.path / "empty").string()},
+                   install.tally);
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(contains(r.err, "cannot find tallyd"), r.err);
+  BOOST_TEST(contains(r.err, install.dir.path.string()));
+  BOOST_TEST(!fs::exists(install.dir.path / "data"));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_local_starts_nodes_in_order_and_stops_them) {
+  cli_install install{true};
+  auto data = install.dir.path / "data";
+  temp_dir out;
+  cli_process p{install.tally,
+                {"cluster", "local", "--nodes", "3", "--base-port", "31000",
+                 "--data-dir", data.string(), "--partitions", "16",
+                 "--durability", "none"},
+                out.path};
+  BOOST_REQUIRE_MESSAGE(p.wait_for_stdout("stop:"), slurp(p.err));
+  auto summary = slurp(p.out);
+  for (auto part : {"3 nodes", "client port 31000", "client port 31001",
+                    "client port 31002", "tally@127.0.0.1:32002",
+                    "--port 31000 cluster status"})
+    BOOST_TEST(contains(summary, part), part);
+  auto flags = [&](int i) {
+    auto a = recorded_args(data, i);
+    return a.substr(a.find(' ') + 1);
+  };
+  auto dir = [&](int i) { return (data / ("node" + std::to_string(i))).string(); };
+  BOOST_TEST(flags(0) == "--data-dir " + dir(0) + " --port 31000 --cluster-port"
+                           " 32000 --partitions 16 --durability none\n");
+  BOOST_TEST(flags(1) == "--data-dir " + dir(1) + " --port 31001 --cluster-port"
+                           " 32001 --join 127.0.0.1:32000 --partitions 16"
+                           " --durability none\n");
+  BOOST_TEST(flags(2) == "--data-dir " + dir(2) + " --port 31002 --cluster-port"
+                           " 32002 --join 127.0.0.1:32000 --partitions 16"
+                           " --durability none\n");
+  auto err = slurp(p.err);
+  BOOST_TEST(contains(err, "[node0] fake tallyd on 31000"));
+  BOOST_TEST(contains(err, "[node2] tallyd ready on port 31002"));
+  // Each node started only after the previous one was ready.
+  BOOST_TEST(err.find("[node0] tallyd ready") < err.find("starting node1"));
+  BOOST_TEST(err.find("[node1] tallyd ready") < err.find("starting node2"));
+
+  ::kill(p.pid, SIGTERM);
+  BOOST_TEST(p.wait() == 0);
+  err = slurp(p.err);
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST(contains(err, "[node" + std::to_string(i)
+                               + "] fake tallyd stopping"));
+    BOOST_TEST(process_gone(recorded_args(data, i)));
+  }
+  BOOST_TEST(contains(err, "the cluster is stopped"));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_local_node_failing_at_start_stops_the_others) {
+  cli_install install{true};
+  auto data = install.dir.path / "data";
+  auto r = run_cli({"cluster", "local", "--nodes", "3", "--base-port", "31100",
+                    "--data-dir", data.string()},
+                   {"FAKE_TALLYD_MODE=exit", "FAKE_TALLYD_PORT=31101"},
+                   install.tally);
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.err, "[node1] fake failure"));
+  BOOST_TEST(contains(r.err, "node1 (pid"));
+  BOOST_TEST(contains(r.err, "exited with code 3 before it was ready"), r.err);
+  BOOST_TEST(contains(r.err, "[node0] fake tallyd stopping"));
+  BOOST_TEST(!contains(r.err, "starting node2"));
+  BOOST_TEST(process_gone(recorded_args(data, 0)));
+  BOOST_TEST(r.out.empty());
+}
+
+BOOST_AUTO_TEST_CASE(cluster_local_node_never_ready_times_out) {
+  cli_install install{true};
+  auto data = install.dir.path / "data";
+  auto r = run_cli({"cluster", "local", "--nodes", "2", "--base-port", "31200",
+                    "--data-dir", data.string(), "--ready-timeout", "1"},
+                   {"FAKE_TALLYD_MODE=silent", "FAKE_TALLYD_PORT=31200"},
+                   install.tally);
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.err, "node0"));
+  BOOST_TEST(contains(r.err, "within 1 s"), r.err);
+  BOOST_TEST(contains(r.err, "[node0] fake tallyd stopping"));
+  BOOST_TEST(process_gone(recorded_args(data, 0)));
+  BOOST_TEST(!fs::exists(data / "node1" / "args"));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_local_reports_a_node_that_dies_and_keeps_the_rest) {
+  cli_install install{true};
+  auto data = install.dir.path / "data";
+  temp_dir out;
+  cli_process p{install.tally,
+                {"cluster", "local", "--nodes", "3", "--base-port", "31300",
+                 "--data-dir", data.string()},
+                out.path,
+                {"FAKE_TALLYD_MODE=die", "FAKE_TALLYD_PORT=31301"}};
+  BOOST_REQUIRE_MESSAGE(p.wait_for_stdout("stop:"), slurp(p.err));
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!contains(slurp(p.err), "exited with code 4")
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  auto err = slurp(p.err);
+  BOOST_TEST(contains(err, "node1 (pid"));
+  BOOST_TEST(contains(err, "exited with code 4; 2 nodes keep running"), err);
+  BOOST_TEST(!process_gone(recorded_args(data, 0)));
+  BOOST_TEST(!process_gone(recorded_args(data, 2)));
+  ::kill(p.pid, SIGINT);
+  BOOST_TEST(p.wait() == 0);
+  BOOST_TEST(process_gone(recorded_args(data, 0)));
+  BOOST_TEST(process_gone(recorded_args(data, 2)));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_status_and_leave_print_the_nodes_text) {
+  test::fake_server node{3, [](std::size_t conn, test::fake_peer& peer) {
+    if (!peer.read_frame())
+      return;
+    if (conn == 0)
+      peer.reply(admin_resp{true, "member tally@127.0.0.1:9087 owns 64", 0});
+    else if (conn == 1)
+      peer.reply(admin_resp{true, "tally@127.0.0.1:9088 is leaving\n", 0});
+    else
+      peer.reply(admin_resp::failure(errc::not_found,
+                                     "tally@x:1 is not a member"));
+  }};
+  auto port = std::to_string(node.port());
+  auto status = run_cli({"--port", port, "cluster", "status"});
+  BOOST_TEST(status.code == 0);
+  BOOST_TEST(status.out == "member tally@127.0.0.1:9087 owns 64\n");
+  auto leave = run_cli({"--port", port, "cluster", "leave",
+                        "tally@127.0.0.1:9088"});
+  BOOST_TEST(leave.code == 0);
+  BOOST_TEST(leave.out == "tally@127.0.0.1:9088 is leaving\n");
+  auto refused = run_cli({"--port", port, "cluster", "leave", "tally@x:1"});
+  BOOST_TEST(refused.code == 1);
+  BOOST_TEST(refused.err == "tally: tally@x:1 is not a member\n");
+  node.join();
+  const auto& f = node.frames();
+  BOOST_REQUIRE_EQUAL(f.size(), 3u);
+  auto decoded = [&](std::size_t i) {
+    auto r = decode_request(f[i].code, f[i].body);
+    BOOST_REQUIRE(r.has_value());
+    return *r;
+  };
+  BOOST_TEST((decoded(0) == request{admin_req{"status", {}}}));
+  BOOST_TEST((decoded(1) == request{admin_req{"leave", {"tally@127.0.0.1:9088"}}}));
+  BOOST_TEST((decoded(2) == request{admin_req{"leave", {"tally@x:1"}}}));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_leave_without_node_id_sends_no_argument) {
+  test::fake_server node{1, [](std::size_t, test::fake_peer& peer) {
+    if (peer.read_frame())
+      peer.reply(admin_resp{true, "", 0});
+  }};
+  auto r = run_cli({"--port", std::to_string(node.port()), "cluster", "leave"});
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out == "the node accepted 'leave'\n");
+  node.join();
+  BOOST_REQUIRE_EQUAL(node.frames().size(), 1u);
+  auto req = decode_request(node.frames()[0].code, node.frames()[0].body);
+  BOOST_REQUIRE(req.has_value());
+  BOOST_TEST((*req == request{admin_req{"leave", {}}}));
+}
+
+BOOST_AUTO_TEST_CASE(cluster_status_of_a_node_that_is_down_exits_3) {
+  test::local_socket closed{false}; // bound, not listening: refuses
+  auto r = run_cli({"--port", std::to_string(closed.port()), "cluster",
+                    "status"});
+  BOOST_TEST(r.code == 3);
+  BOOST_TEST(contains(r.err, "connection refused"), r.err);
+  BOOST_TEST(contains(r.err, "is tallyd running?"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#endif // TALLY_CLI_PATH
