@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/log.hpp"
@@ -64,6 +65,47 @@ void fill(conn_self self, caf::io::connection_handle hdl, std::uint64_t slot,
   write_ready(self, hdl);
 }
 
+// Tally's admin requests (docs/CLUSTER.md, "Admin"): answered by the
+// membership actor.
+void run_admin(conn_self self, caf::io::connection_handle hdl, std::uint64_t slot,
+               const std::shared_ptr<const node_context>& ctx, admin_req req) {
+  auto fail = [self, hdl, slot](errc code, std::string text) {
+    fill(self, hdl, slot, admin_resp::failure(code, std::move(text)));
+  };
+  if (!ctx->membership)
+    return fail(errc::unavailable, "this node has no membership actor");
+  auto timeout = ctx->limits.request_timeout;
+  if (req.command == "status") {
+    if (!req.args.empty())
+      return fail(errc::invalid_argument, "status takes no arguments");
+    self->request(ctx->membership, timeout, status_atom::value)
+      .then([self, hdl, slot](std::string& text) {
+              fill(self, hdl, slot, admin_resp{true, std::move(text), 0});
+            },
+            [fail, self](caf::error& e) {
+              fail(errc::unavailable, "status: " + self->system().render(e));
+            });
+  } else if (req.command == "leave") {
+    if (req.args.size() > 1)
+      return fail(errc::invalid_argument, "leave takes at most one node id");
+    std::string who = req.args.empty() ? std::string{} : req.args[0];
+    self->request(ctx->membership, timeout, leave_atom::value, who)
+      .then(
+        [self, hdl, slot](bool ok, std::string& text) {
+          if (ok)
+            fill(self, hdl, slot, admin_resp{true, std::move(text), 0});
+          else
+            fill(self, hdl, slot, admin_resp::failure(errc::invalid_argument, std::move(text)));
+        },
+        [fail, self](caf::error& e) {
+          fail(errc::unavailable, "leave: " + self->system().render(e));
+        });
+  } else {
+    fail(errc::invalid_argument,
+         "unknown admin command '" + req.command + "' (known: status, leave)");
+  }
+}
+
 void dispatch(conn_self self, caf::io::connection_handle hdl,
               const std::shared_ptr<const node_context>& ctx, frame f) {
   auto& st = self->state;
@@ -80,6 +122,10 @@ void dispatch(conn_self self, caf::io::connection_handle hdl,
   st.slots.emplace(slot, std::nullopt);
   if (!req) {
     fill(self, hdl, slot, error_resp{req.err()});
+    return;
+  }
+  if (auto* admin = std::get_if<admin_req>(&*req)) {
+    run_admin(self, hdl, slot, ctx, std::move(*admin));
     return;
   }
   caf::actor target;

@@ -537,8 +537,13 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
   self->set_down_handler([self](caf::down_msg& m) {
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
-        log(log_level::warn, "peer ", id, " is down (", self->system().render(m.reason),
-            "): its partitions are unavailable until it is back");
+        auto me = self->state.ring->members().find(id);
+        if (me != self->state.ring->members().end()
+            && me->second.status == member_status::exited)
+          log(log_level::info, "peer ", id, " has left the cluster");
+        else
+          log(log_level::warn, "peer ", id, " is down (", self->system().render(m.reason),
+              "): its partitions are unavailable until it is back");
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
         if (self->state.out && self->state.out->to == id)
