@@ -156,6 +156,7 @@ namespace {
 
 struct peer {
   caf::actor membership;          // null until connected
+  std::uint64_t incarnation = 0;  // of its current run
   std::vector<caf::actor> parts;  // what it serves, size Q
   bool up = false;
   bool connecting = false;
@@ -183,6 +184,8 @@ struct membership_state {
   std::map<std::uint32_t, incoming_partition> incoming;
   std::shared_ptr<routing> routes;
   bool shutdown_requested = false;
+  std::vector<undecided_tx> undecided; // resolved with the cluster
+  bool resolving = false;              // a round of questions is out
   static inline const char* name = "membership";
 };
 
@@ -241,7 +244,7 @@ void rebuild_routes(mem_self self) {
 void send_gossip(mem_self self, const caf::actor& to) {
   auto& st = self->state;
   self->send(to, gossip_atom::value, st.ring->encode(), self_id(self),
-             caf::actor{self}, st.local);
+             st.cfg.incarnation, caf::actor{self}, st.local);
 }
 
 void gossip_all(mem_self self) {
@@ -293,7 +296,7 @@ void changed(mem_self self, bool ring_changed) {
     gossip_all(self);
 }
 
-void on_peer(mem_self self, const node_id& id, caf::actor m,
+void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::actor m,
              std::vector<caf::actor> parts) {
   auto& st = self->state;
   if (id == self_id(self))
@@ -305,6 +308,7 @@ void on_peer(mem_self self, const node_id& id, caf::actor m,
     log(log_level::info, "peer ", id, " is up");
   }
   pe.membership = std::move(m);
+  pe.incarnation = incarnation;
   pe.up = true;
   pe.connecting = false;
   parts.resize(st.cfg.q);
@@ -471,6 +475,131 @@ void progress(mem_self self) {
   }
 }
 
+// ---- recovery of undecided transactions ---------------------------------------
+
+// True when no coordinator of `tx` can still send a commit: its node's run
+// (the tx id's origin) is over (every member is up and none has that
+// incarnation, or it was this node's previous run), or the transaction is
+// older than two request timeouts: a coordinator commits only after every
+// prepare answered, within one request timeout of sending them, and its
+// commit records land at once; past that it only aborts.
+bool coordinator_gone(mem_self self, const undecided_tx& u) {
+  auto& st = self->state;
+  auto limit = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(st.cfg.request_timeout).count());
+  auto now = wall_clock_us();
+  if (now > u.prepare_time && now - u.prepare_time > 2 * limit)
+    return true;
+  if (u.tx.origin == st.cfg.incarnation)
+    return false;
+  for (const auto& [id, info] : st.ring->members()) {
+    if (id == self_id(self) || info.status == member_status::exited)
+      continue;
+    auto i = st.peers.find(id);
+    if (i == st.peers.end() || !i->second.up)
+      return false; // it might be the coordinator's node
+    if (i->second.incarnation == u.tx.origin)
+      return false;
+  }
+  return true;
+}
+
+// Sends the decision on `u` to its partition; on failure `u` waits for the
+// next round again.
+void decide(mem_self self, const undecided_tx& u, caf::atom_value kind, std::string bytes) {
+  self->request(self->state.local[u.p], self->state.cfg.request_timeout, kind, std::move(bytes))
+    .then(
+      [self, u](std::string& reply) {
+        auto a = decode_wire<part_ack>(reply);
+        if (!a || a->err) {
+          log(log_level::warn, "partition ", u.p, ": deciding ", u.tx, " failed: ",
+              a ? a->err->to_string() : a.err().to_string());
+          self->state.undecided.push_back(u);
+        }
+      },
+      [self, u](caf::error&) { self->state.undecided.push_back(u); });
+}
+
+// One round: every other partition of the ring is asked whether its journal
+// holds the commit of each undecided transaction. A commit anywhere commits
+// it here at that time; no commit anywhere, with every partition answering
+// and its coordinator gone, aborts it. Anything else waits for the next
+// round (a node is down, or the coordinator may still commit).
+void resolve_round(mem_self self) {
+  auto& st = self->state;
+  if (st.resolving || st.undecided.empty())
+    return;
+  auto table = st.routes->load();
+  struct round {
+    std::vector<std::optional<std::uint64_t>> commit;
+    std::vector<bool> complete;
+    std::size_t left = 0;
+  };
+  auto r = std::make_shared<round>();
+  r->commit.assign(st.undecided.size(), std::nullopt);
+  r->complete.assign(st.undecided.size(), true);
+  std::vector<std::pair<std::size_t, caf::actor>> asks;
+  for (std::size_t i = 0; i < st.undecided.size(); ++i)
+    for (std::uint32_t q = 0; q < table->size(); ++q) {
+      if (q == st.undecided[i].p)
+        continue;
+      if (!(*table)[q].handle)
+        r->complete[i] = false;
+      else
+        asks.emplace_back(i, (*table)[q].handle);
+    }
+  st.resolving = true;
+  r->left = asks.size();
+  auto finish = [self, r] {
+    auto& st = self->state;
+    st.resolving = false;
+    std::vector<undecided_tx> still;
+    for (std::size_t i = 0; i < st.undecided.size(); ++i) {
+      const auto& u = st.undecided[i];
+      auto target = st.local[u.p];
+      if (!target) {
+        still.push_back(u);
+        continue;
+      }
+      if (r->commit[i]) {
+        log(log_level::info, "partition ", u.p, ": ", u.tx, " committed at ", *r->commit[i],
+            " on another node: committed here too");
+        decide(self, u, part_commit_atom::value,
+               encode_wire(part_commit_req{u.tx, *r->commit[i]}));
+      } else if (r->complete[i] && coordinator_gone(self, u)) {
+        log(log_level::info, "partition ", u.p, ": ", u.tx,
+            " committed nowhere and its coordinator is gone: aborted");
+        decide(self, u, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
+      } else {
+        still.push_back(u);
+      }
+    }
+    st.undecided = std::move(still);
+  };
+  if (asks.empty())
+    return finish();
+  for (auto& [i, who] : asks) {
+    auto idx = i;
+    self->request(who, st.cfg.request_timeout, part_find_atom::value,
+                  encode_wire(st.undecided[idx].tx))
+      .then(
+        [r, idx, finish](std::string& bytes) {
+          auto a = decode_wire<part_time_resp>(bytes);
+          if (!a || a->err)
+            r->complete[idx] = false;
+          else if (a->time != 0)
+            r->commit[idx] = a->time;
+          if (--r->left == 0)
+            finish();
+        },
+        [r, idx, finish](caf::error&) {
+          r->complete[idx] = false;
+          if (--r->left == 0)
+            finish();
+        });
+  }
+}
+
 // ---- status ----------------------------------------------------------------
 
 std::string ranges(const std::vector<std::uint32_t>& ps) {
@@ -534,6 +663,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
   st.local = std::move(local);
   st.local.resize(st.cfg.q);
   st.routes = std::move(routes);
+  st.undecided = st.cfg.undecided;
   self->set_down_handler([self](caf::down_msg& m) {
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
@@ -583,15 +713,15 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       changed(self, true);
       return {true, st.ring->encode()};
     },
-    [self](gossip_atom, std::string& bytes, node_id& from, caf::actor& m,
-           std::vector<caf::actor>& parts) {
+    [self](gossip_atom, std::string& bytes, node_id& from, std::uint64_t incarnation,
+           caf::actor& m, std::vector<caf::actor>& parts) {
       auto& st = self->state;
       auto other = ring_state::decode(bytes);
       if (!other) {
         log(log_level::warn, "bad ring state from ", from, ": ", other.err().to_string());
         return;
       }
-      on_peer(self, from, std::move(m), std::move(parts));
+      on_peer(self, from, incarnation, std::move(m), std::move(parts));
       auto before = *st.ring;
       if (auto s = st.ring->merge(*other); !s) {
         log(log_level::warn, "ring state from ", from, " refused: ", s.err().to_string());
@@ -601,6 +731,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     },
     [self](tick_atom) {
       changed(self, false);
+      resolve_round(self);
       gossip_all(self);
       self->delayed_send(self, gossip_period, tick_atom::value);
     },

@@ -10,8 +10,9 @@
 // Protocol (atoms in actors/atoms.hpp):
 //   from a joining node:  (m_join, wire version, Q, node id)
 //                         -> (true, ring bytes) | (false, why)
-//   between members:      (m_gossip, ring bytes, node id, membership actor,
-//                          partition actors[Q]) one way, every second and
+//   between members:      (m_gossip, ring bytes, node id, incarnation,
+//                          membership actor, partition actors[Q]) one way,
+//                          every second and
 //                          on every change; a new or restarted peer is
 //                          answered with this node's own gossip
 //   admin (client port):  (m_status) -> text
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "common/expected.hpp"
+#include "common/ids.hpp"
 #include "ring/ring_state.hpp"
 
 namespace caf {
@@ -40,6 +42,14 @@ class actor_system;
 namespace tally {
 
 class routing;
+
+/// A transaction a crash left prepared at local partition `p` whose commit
+/// record is on no partition of this node: resolved with the cluster.
+struct undecided_tx {
+  std::uint32_t p = 0;
+  tx_id tx;
+  std::uint64_t prepare_time = 0;
+};
 
 struct membership_config {
   node_id self;
@@ -52,6 +62,10 @@ struct membership_config {
   std::function<expected<caf::actor>(std::uint32_t)> open_partition;
   /// Called once this node has left the cluster and handed off everything.
   std::function<void()> request_shutdown;
+  /// This run's incarnation (the origin of the transaction ids its
+  /// coordinators issue), gossiped so peers know which coordinators live.
+  std::uint64_t incarnation = 0;
+  std::vector<undecided_tx> undecided;
 };
 
 /// "tally@host:port" for a cluster address.

@@ -34,8 +34,13 @@ namespace {
 // Transactions left prepared by a crash: committed if any partition holds
 // their commit record (at that time), aborted otherwise. A client was only
 // acknowledged after every commit record was durable, so this never drops
-// an acknowledged commit, and it makes a half-committed one whole.
-status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores) {
+// an acknowledged commit, and it makes a half-committed one whole. In a
+// cluster (`alone` false) a transaction with no commit record here may have
+// one on another node: it stays prepared and goes to `left`, which the
+// membership actor resolves with the other nodes (docs/CLUSTER.md,
+// "Recovery of undecided transactions").
+status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores, bool alone,
+                         std::vector<undecided_tx>& left) {
   for (auto& core : cores) {
     auto pending = core->undecided(); // copy: stage_* change the core
     for (const auto& u : pending) {
@@ -56,6 +61,10 @@ status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores) {
             u.tx, " committed at ", *commit);
         if (auto st = core->stage_commit(u.tx, *commit); !st)
           return st.err();
+      } else if (!alone) {
+        log(log_level::info, "partition ", core->index(), ": recovered ",
+            u.tx, " prepared, no commit record on this node: asking the cluster");
+        left.push_back(undecided_tx{core->index(), u.tx, u.prepare_time});
       } else {
         log(log_level::info, "partition ", core->index(), ": recovered ",
             u.tx, " prepared but never committed: aborted");
@@ -251,7 +260,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     max_clock = std::max(max_clock, (*core)->clock());
     cores.push_back(std::move(*core));
   }
-  if (auto st = resolve_undecided(cores); !st)
+  std::vector<undecided_tx> undecided;
+  if (auto st = resolve_undecided(cores, ring->members().size() == 1, undecided); !st)
     return st.err();
   auto ctx = std::make_shared<node_context>();
   ctx->q = cfg.partitions;
@@ -279,6 +289,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.q = cfg.partitions;
   mc.request_timeout = cfg.limits.request_timeout;
   mc.request_shutdown = cfg.request_shutdown;
+  mc.incarnation = ctx->incarnation;
+  mc.undecided = std::move(undecided);
   auto board = ctx->board;
   bool detached = cfg.detached_partitions;
   mc.open_partition = [&sys, opts_for, board, detached, spawned,

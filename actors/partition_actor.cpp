@@ -166,7 +166,7 @@ caf::response_promise answer(caf::response_promise& rp, std::string bytes) {
 std::string error_reply_bytes(caf::atom_value kind, const error& err) {
   if (kind == part_read_atom::value)
     return encode_wire(part_read_resp{err, {}});
-  if (kind == part_prepare_atom::value)
+  if (kind == part_prepare_atom::value || kind == part_find_atom::value)
     return encode_wire(part_time_resp{err, 0, 0});
   return encode_wire(part_ack{err});
 }
@@ -202,8 +202,8 @@ void close_if_drained(partition_self self) {
   st.drained.deliver(drained_atom::value, st.index);
 }
 
-// Sends every held request on to `target`, except those held longer than a
-// coordinator waits (their coordinator has given up and may have aborted:
+// Sends every held request on to `target`, except prepares held longer than
+// a coordinator waits (their coordinator has given up and may have aborted:
 // applying them late could leave a transaction prepared forever).
 void forward_deferred(partition_self self) {
   auto& st = self->state;
@@ -211,7 +211,9 @@ void forward_deferred(partition_self self) {
   auto held = std::move(st.deferred);
   st.deferred.clear();
   for (auto& d : held) {
-    if (now - d.since > st.defer_limit) {
+    // Only a prepare is dropped: a commit or abort is a decision already
+    // taken and always reaches the partition.
+    if (d.kind == part_prepare_atom::value && now - d.since > st.defer_limit) {
       d.rp.deliver(error_reply_bytes(
         d.kind, make_error(errc::timeout, "partition " + std::to_string(st.index)
                                             + " was moving to another node; retry")));
@@ -354,6 +356,21 @@ caf::behavior partition_fn(partition_self self,
       if (!a)
         return answer(rp, encode_wire(part_ack{a.err()}));
       return answer(rp, encode_wire(part_ack{}));
+    },
+    // Recovery of a transaction a crash left undecided on another node
+    // (docs/CLUSTER.md): does this partition's journal hold its commit?
+    [self](part_find_atom, std::string& bytes) -> caf::result<std::string> {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      if (divert(self, part_find_atom::value, bytes, rp))
+        return rp;
+      auto tx = decode_wire<tx_id>(bytes);
+      if (!tx)
+        return answer(rp, encode_wire(part_time_resp{tx.err(), 0, 0}));
+      auto found = st.core->find_commit(*tx);
+      if (!found)
+        return answer(rp, encode_wire(part_time_resp{found.err(), 0, 0}));
+      return answer(rp, encode_wire(part_time_resp{std::nullopt, found->value_or(0), 0}));
     },
     [self](flush_atom) {
       if (!self->state.core)

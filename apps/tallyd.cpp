@@ -40,6 +40,9 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --max-transactions N    open interactive transactions (default 10000)
   --max-connections N     client connections (default 1024)
   --tx-timeout-ms MS      idle interactive transactions abort (default 30000)
+  --request-timeout-ms MS how long a coordinator waits for a partition, local
+                          or remote, before the client gets a timeout error
+                          (default 10000)
   --partition-threads T   detached (default) | scheduler
   --scheduler-policy P    stealing (default) | sharing
   --log-level LEVEL       debug | info | warn | error (default info)
@@ -109,6 +112,11 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       std::chrono::milliseconds(parse_uint(key, v, 86400000));
     if (cfg.limits.tx_idle_timeout.count() == 0)
       throw bad_flag{"--tx-timeout-ms must be positive"};
+  } else if (key == "request-timeout-ms") {
+    cfg.limits.request_timeout =
+      std::chrono::milliseconds(parse_uint(key, v, 3600000));
+    if (cfg.limits.request_timeout.count() < 100)
+      throw bad_flag{"--request-timeout-ms is at least 100"};
   } else if (key == "partition-threads") {
     if (v == "detached")
       cfg.detached_partitions = true;

@@ -83,6 +83,7 @@ inline expected<client> connect_to(std::uint16_t port, std::chrono::milliseconds
 struct local_cluster {
   temp_dir root;
   std::string durability;
+  std::vector<std::string> extra; // flags every node gets
   std::vector<std::unique_ptr<server>> nodes;
 
   explicit local_cluster(std::string mode = "batch") : durability(std::move(mode)) {
@@ -98,10 +99,12 @@ struct local_cluster {
   bool add() {
     auto i = nodes.size();
     nodes.push_back(std::make_unique<server>(dir_of(i), durability));
-    std::vector<std::string> extra;
-    if (i > 0)
-      extra = {"--join", "127.0.0.1:" + std::to_string(nodes[0]->cluster_port)};
-    return nodes.back()->start(extra);
+    auto args = extra;
+    if (i > 0) {
+      args.push_back("--join");
+      args.push_back("127.0.0.1:" + std::to_string(nodes[0]->cluster_port));
+    }
+    return nodes.back()->start(args);
   }
 
   /// Restarts node i on its data dir (it finds its cluster from its ring).
@@ -109,7 +112,7 @@ struct local_cluster {
     auto cport = nodes[i]->cluster_port;
     nodes[i] = std::make_unique<server>(dir_of(i), durability);
     nodes[i]->cluster_port = cport;
-    return nodes[i]->start();
+    return nodes[i]->start(extra);
   }
 
   /// True once a read of one key per partition succeeds through every node
