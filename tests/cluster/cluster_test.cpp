@@ -401,6 +401,42 @@ BOOST_AUTO_TEST_CASE(transactions_across_nodes_stay_atomic_across_a_kill_9) {
   }
 }
 
+// A paused node (SIGSTOP) is noticed by the heartbeats: within a bounded
+// time its partitions answer "unavailable" instead of hanging, the others
+// keep serving, and after SIGCONT it serves again.
+BOOST_AUTO_TEST_CASE(a_paused_node_is_detected_and_comes_back) {
+  local_cluster cl;
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto keys = one_key_per_partition("pause");
+  ::kill(cl.nodes[2]->pid, SIGSTOP);
+  auto c = connect_to(cl.nodes[0]->port);
+  BOOST_REQUIRE(c);
+  // Bounded: heartbeats every 250 ms, a peer silent for 2 s is down.
+  std::size_t unavailable = 0, served = 0;
+  auto deadline = clock_type::now() + std::chrono::seconds(15);
+  // Until one whole round is answered without a timeout.
+  while ((unavailable == 0 || unavailable + served != keys.size())
+         && clock_type::now() < deadline) {
+    unavailable = served = 0;
+    for (const auto& k : keys) {
+      auto r = c->read({bound_object{k, crdt_type::counter}});
+      if (r)
+        ++served;
+      else if (r.err().code() == errc::unavailable)
+        ++unavailable;
+      else if (auto again = connect_to(cl.nodes[0]->port))
+        c = std::move(again); // a timeout while the pause is not noticed yet
+    }
+  }
+  ::kill(cl.nodes[2]->pid, SIGCONT);
+  BOOST_TEST(unavailable > 0u);
+  BOOST_TEST(served > 0u);
+  BOOST_TEST(unavailable + served == keys.size());
+  BOOST_TEST(cl.wait_serving({0, 1, 2}));
+}
+
 // Bad cluster input is refused with a clear message and exit code 1.
 BOOST_AUTO_TEST_CASE(join_through_a_wrong_address_is_refused) {
   temp_dir d;
