@@ -437,6 +437,62 @@ BOOST_AUTO_TEST_CASE(a_paused_node_is_detected_and_comes_back) {
   BOOST_TEST(cl.wait_serving({0, 1, 2}));
 }
 
+// `tally cluster local` starts real nodes that form one cluster, and stops
+// them all on SIGTERM.
+BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
+  temp_dir d;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto base = free_port();
+    if (base > 64000)
+      continue;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      std::string nodes = "2", dir = d.path, port = std::to_string(base);
+      char* argv[] = {const_cast<char*>(TALLY_CLI_PATH), const_cast<char*>("cluster"),
+                      const_cast<char*>("local"), const_cast<char*>("--nodes"), nodes.data(),
+                      const_cast<char*>("--data-dir"), dir.data(),
+                      const_cast<char*>("--base-port"), port.data(),
+                      const_cast<char*>("--partitions"), const_cast<char*>("8"), nullptr};
+      ::execv(TALLY_CLI_PATH, argv);
+      ::_exit(127);
+    }
+    // Both nodes serve and see each other as valid, reachable members.
+    std::string text;
+    auto deadline = clock_type::now() + std::chrono::seconds(20);
+    bool exited = false;
+    while (clock_type::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true; // ports taken: try another base
+        break;
+      }
+      auto c = connect_to(static_cast<std::uint16_t>(base + 1));
+      auto r = c ? c->admin("status", {}) : expected<std::string>{c.err()};
+      if (r && r->find("2 member(s)") != std::string::npos
+          && r->find("DOWN") == std::string::npos
+          && r->find("joining") == std::string::npos) {
+        text = *r;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (exited)
+      continue;
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    BOOST_TEST(text.find("valid | up") != std::string::npos, text);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    BOOST_TEST(try_connect(static_cast<std::uint16_t>(base)) < 0); // stopped
+    BOOST_TEST(try_connect(static_cast<std::uint16_t>(base + 1)) < 0);
+    return;
+  }
+  BOOST_FAIL("tally cluster local did not start in 5 tries");
+}
+
 // Bad cluster input is refused with a clear message and exit code 1.
 BOOST_AUTO_TEST_CASE(join_through_a_wrong_address_is_refused) {
   temp_dir d;
