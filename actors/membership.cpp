@@ -179,7 +179,11 @@ struct membership_state {
   std::map<node_id, peer> peers;
   std::vector<caf::actor> local;      // what this node serves, size Q
   std::set<std::uint32_t> closed;     // local partitions closed for handoff
-  std::vector<caf::actor> forwarders; // handed off: kept alive to forward
+  // Partition actors that handed off or were replaced: they forward what
+  // stale routing tables still send them, until forwarder_lifetime after
+  // the switch (gossip has long updated every table by then); each holds
+  // a thread (partition actors are detached), so they do not stay forever.
+  std::vector<std::pair<caf::actor, std::chrono::steady_clock::time_point>> forwarders;
   std::optional<outgoing> out;
   std::map<std::uint32_t, incoming_partition> incoming;
   std::shared_ptr<routing> routes;
@@ -194,6 +198,21 @@ using mem_self = caf::stateful_actor<membership_state>*;
 constexpr std::chrono::milliseconds gossip_period{1000};
 constexpr std::chrono::milliseconds connect_timeout{3000};
 constexpr std::chrono::milliseconds handoff_timeout{30000};
+constexpr std::chrono::seconds forwarder_lifetime{30};
+
+// Stops the forwarders past their lifetime. A request that still reaches
+// one after that fails at once ("unavailable"), and the client retries.
+void expire_forwarders(mem_self self) {
+  auto& fw = self->state.forwarders;
+  auto now = std::chrono::steady_clock::now();
+  auto keep = std::remove_if(fw.begin(), fw.end(), [&](const auto& f) {
+    if (now - f.second < forwarder_lifetime)
+      return false;
+    caf::anon_send_exit(f.first, caf::exit_reason::user_shutdown);
+    return true;
+  });
+  fw.erase(keep, fw.end());
+}
 
 const node_id& self_id(mem_self self) {
   return self->state.cfg.self;
@@ -358,7 +377,7 @@ void handoff_finished(mem_self self, caf::actor new_handle) {
   if (auto s = remove_partition_dir(st.cfg.root, p); !s)
     log(log_level::warn, "partition ", p, ": ", s.err().to_string());
   self->send(st.local[p], forward_atom::value, new_handle);
-  st.forwarders.push_back(st.local[p]);
+  st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
   st.local[p] = nullptr;
   st.closed.erase(p);
   log(log_level::info, "partition ", p, " handed off to ", to);
@@ -429,7 +448,7 @@ void progress(mem_self self) {
       continue;
     }
     self->send(st.local[p], forward_atom::value, *fresh);
-    st.forwarders.push_back(st.local[p]);
+    st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
     st.local[p] = *fresh;
     st.closed.erase(p);
     log(log_level::info, "partition ", p, " stays here: reopened");
@@ -682,8 +701,9 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     rebuild_routes(self);
   });
   self->set_exit_handler([self](caf::exit_msg& m) {
-    // The forwarders and partitions are stopped by the node; this actor only
-    // drops its handles.
+    // The partitions are stopped by the node; the forwarders here.
+    for (auto& f : self->state.forwarders)
+      caf::anon_send_exit(f.first, caf::exit_reason::user_shutdown);
     self->state.forwarders.clear();
     self->quit(m.reason);
   });
@@ -732,6 +752,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     [self](tick_atom) {
       changed(self, false);
       resolve_round(self);
+      expire_forwarders(self);
       gossip_all(self);
       self->delayed_send(self, gossip_period, tick_atom::value);
     },

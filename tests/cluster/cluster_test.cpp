@@ -145,7 +145,7 @@ std::vector<object_key> load_keys(std::size_t n) {
 BOOST_AUTO_TEST_SUITE(cluster_tests)
 
 // Writers increment one key per partition (so every node) by one in each
-// static transaction, through different nodes; readers read the group at
+// static or interactive transaction, through different nodes; readers read the group at
 // one snapshot through other nodes. No read may see the group unequal
 // (fractured or non-atomic commit); a writer's read through another node
 // with its commit clock sees its own writes; a session's reads never go
@@ -196,6 +196,41 @@ BOOST_AUTO_TEST_CASE(three_nodes_keep_tcc_across_nodes) {
       std::lock_guard<std::mutex> g{mu};
       final_clocks.push_back(last);
     });
+  // Interactive transactions through node 2 over every node's partitions:
+  // one snapshot for all reads, their own updates visible before commit.
+  threads.emplace_back([&] {
+    auto c = connect_to(cl.nodes[2]->port);
+    if (!c)
+      return note("interactive: cannot connect");
+    for (int n = 0; n < 30; ++n) {
+      auto tx = c->start();
+      if (!tx)
+        return note("interactive start: " + tx.err().to_string());
+      auto before = tx->read(bound(group));
+      if (!before)
+        return note("interactive read: " + before.err().to_string());
+      for (auto v : *before)
+        if (v != (*before)[0])
+          return note("interactive: fractured snapshot");
+      std::vector<counter_inc> ups;
+      for (const auto& k : group)
+        ups.push_back(counter_inc{k, 1});
+      if (auto u = tx->update(ups); !u)
+        return note("interactive update: " + u.err().to_string());
+      auto after = tx->read(bound(group));
+      if (!after)
+        return note("interactive read: " + after.err().to_string());
+      for (std::size_t i = 0; i < after->size(); ++i)
+        if ((*after)[i] != (*before)[i] + 1)
+          return note("interactive: own update not read back");
+      auto clock = tx->commit();
+      if (!clock)
+        return note("interactive commit: " + clock.err().to_string());
+      ++commits;
+      std::lock_guard<std::mutex> g{mu};
+      final_clocks.push_back(*clock);
+    }
+  });
   for (int rd = 0; rd < 2; ++rd)
     threads.emplace_back([&, rd] {
       auto c = connect_to(cl.nodes[(rd + 2) % 3]->port);
