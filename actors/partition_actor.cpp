@@ -130,7 +130,10 @@ void retry_reads(partition_self self) {
 
 void run_checkpoint(partition_self self) {
   auto& core = *self->state.core;
+  const auto started = std::chrono::steady_clock::now();
   auto cp = core.checkpoint();
+  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+    std::chrono::steady_clock::now() - started);
   if (!cp) {
     log(cp.err().code() == errc::io_error ? log_level::error : log_level::warn,
         "partition ", core.index(), ": checkpoint failed: ",
@@ -150,7 +153,8 @@ void run_checkpoint(partition_self self) {
       " keys), dropped ", r.records_dropped, " records, ",
       r.index_entries_dropped, " index entries, ", r.op_ids_dropped,
       " op ids; log starts at ", r.truncation_lsn, " (", r.limited_by,
-      "), spans ", cp->log_span, " LSNs; FBF horizon ", cp->fbf_horizon_us);
+      "), spans ", cp->log_span, " LSNs; FBF horizon ", cp->fbf_horizon_us,
+      "; took ", took.count(), " us");
 }
 
 void schedule_tick(partition_self self) {
