@@ -168,7 +168,8 @@ void on_tick(partition_self self) {
   ++st.ticks;
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
-  if (st.timers.checkpoint_due(st.ticks, st.core->index()))
+  auto every = st.timers.checkpoint_every();
+  if (every > 0 && st.ticks % every == 0)
     run_checkpoint(self);
   schedule_tick(self);
 }
@@ -267,12 +268,6 @@ std::uint64_t partition_timers::checkpoint_every() const noexcept {
     return 0;
   return std::max<std::uint64_t>(
     1, static_cast<std::uint64_t>(checkpoint_interval / t));
-}
-
-bool partition_timers::checkpoint_due(std::uint64_t tick,
-                                      std::uint32_t index) const noexcept {
-  const auto every = checkpoint_every();
-  return every > 0 && (tick + index % every) % every == 0;
 }
 
 caf::actor spawn_partition(caf::actor_system& sys,

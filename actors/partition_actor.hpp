@@ -10,8 +10,7 @@
 //   every tick       partition_core::advance_filters() (FBF refreshes and
 //                    adaptations run without traffic);
 //   every k ticks    partition_core::checkpoint() (k = checkpoint interval /
-//                    tick period), partition i at the ticks t with
-//                    (t + i) mod k = 0: the partitions take turns.
+//                    tick period).
 // The tick period is at most 1 s: CAF keeps an actor_system alive until a
 // pending delayed message fires, so a short tick bounds the shutdown delay.
 //
@@ -52,11 +51,6 @@ struct partition_timers {
   std::chrono::milliseconds tick() const noexcept;
   /// Ticks between checkpoints (0: never).
   std::uint64_t checkpoint_every() const noexcept;
-  /// Whether partition `index` checkpoints at tick number `tick` (from 1):
-  /// every checkpoint_every() ticks, shifted by index mod that, so the
-  /// partitions of a node take turns instead of all reading their logs at
-  /// once (measured in docs/NODE.md, "Checkpoints").
-  bool checkpoint_due(std::uint64_t tick, std::uint32_t index) const noexcept;
 };
 
 /// Spawns the partition actor owning `core`: detached (own thread, the
