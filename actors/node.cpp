@@ -1,5 +1,6 @@
 #include "actors/node.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -79,6 +80,21 @@ status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores, bo
   return {};
 }
 
+fbf_config fbf_of(const node_config& cfg) {
+  return tallyd_fbf_config(cfg.fbf_refresh, cfg.fbf_past_filters,
+                           cfg.fbf_retry_timeout, cfg.fbf_target_fpp);
+}
+
+// FBF tick: never longer than the refresh period, nor (adaptive) than the
+// shortest refresh period adaptation may choose and the adaptation
+// interval, so refreshes and adaptations run on time without traffic.
+std::chrono::milliseconds fbf_tick_of(const fbf_config& f) {
+  auto t = f.refresh_period;
+  if (f.adaptive)
+    t = std::min({t, f.min_refresh_period, f.adapt_interval});
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t);
+}
+
 } // namespace
 
 namespace {
@@ -151,10 +167,32 @@ expected<std::string> find_node_id(const std::filesystem::path& root,
 
 } // namespace
 
+status check_config(const node_config& cfg) {
+  if (auto f = forgetful_bloom_filter::make(fbf_of(cfg)); !f)
+    return make_error(errc::bad_config,
+                      "bad FBF settings (--fbf-refresh-ms, --fbf-past-filters, "
+                      "--fbf-retry-timeout-ms, --fbf-target-fpp): "
+                        + f.err().message());
+  if (cfg.snapshot_retention.count() <= 0)
+    return make_error(errc::bad_config,
+                      "--snapshot-retention-ms must be positive: a checkpoint "
+                      "at the safe time would refuse snapshots taken a moment "
+                      "before it");
+  return {};
+}
+
 expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                                             const node_config& cfg) {
   if (auto ok = check_partition_count(cfg.partitions); !ok)
     return ok.err();
+  if (auto ok = check_config(cfg); !ok)
+    return ok.err();
+  const auto oldest_tx = cfg.limits.tx_idle_timeout + cfg.limits.request_timeout;
+  if (cfg.checkpoint_interval.count() > 0 && cfg.snapshot_retention < oldest_tx)
+    log(log_level::warn, "--snapshot-retention-ms ",
+        cfg.snapshot_retention.count(), " is below the interactive idle "
+        "timeout plus the request timeout (", oldest_tx.count(),
+        " ms): a slow interactive transaction may get \"snapshot too old\"");
   std::unique_ptr<node> self{new node};
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -244,7 +282,11 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.index = i;
     po.path = (root / "partitions" / std::to_string(i)).string();
     po.mode = cfg.mode;
-    po.fbf = tallyd_fbf_config(); // docs/NODE.md, "Exactly-once"
+    po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
+    po.snapshot_retention_us = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+        cfg.snapshot_retention)
+        .count());
     return po;
   };
   // Open and recover every held partition before serving anything.
@@ -269,11 +311,14 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   ctx->incarnation = std::max(wall_clock_us(), max_clock + 1);
   ctx->limits = cfg.limits;
   ctx->board = std::make_shared<safe_board>(cfg.partitions);
+  partition_timers timers;
+  timers.fbf_tick = fbf_tick_of(fbf_of(cfg));
+  timers.checkpoint_interval = cfg.checkpoint_interval;
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
     auto i = core->index();
     local[i] = spawn_partition(sys, std::move(core), cfg.detached_partitions,
-                               board_slot(ctx->board, i));
+                               board_slot(ctx->board, i), timers);
     self->actors_.push_back(local[i]);
   }
   ctx->routes->store(local_routes(local, *id));
@@ -293,12 +338,12 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.undecided = std::move(undecided);
   auto board = ctx->board;
   bool detached = cfg.detached_partitions;
-  mc.open_partition = [&sys, opts_for, board, detached, spawned,
+  mc.open_partition = [&sys, opts_for, board, detached, timers, spawned,
                        spawned_mutex](std::uint32_t i) -> expected<caf::actor> {
     auto core = partition_core::open(opts_for(i));
     if (!core)
       return core.err();
-    auto a = spawn_partition(sys, std::move(*core), detached, board_slot(board, i));
+    auto a = spawn_partition(sys, std::move(*core), detached, board_slot(board, i), timers);
     std::lock_guard<std::mutex> guard{*spawned_mutex};
     spawned->push_back(a);
     return a;
@@ -327,6 +372,10 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   log(log_level::info, "node ", *id, " serving ", held.size(), " of ", cfg.partitions,
       " partitions from ", cfg.data_dir, " (durability ", cfg.mode,
       ") on ", cfg.bind, ":", self->port_, ", cluster port ", self->cluster_port_);
+  log(log_level::debug, "checkpoints every ", cfg.checkpoint_interval.count(),
+      " ms, snapshot retention ", cfg.snapshot_retention.count(),
+      " ms; FBF tick ", timers.fbf_tick.count(), " ms, adaptive ",
+      cfg.fbf_target_fpp > 0.0 ? "on" : "off");
   return self;
 }
 

@@ -8,6 +8,7 @@
 // destructor then returns once they have flushed and quit.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,7 +46,30 @@ struct node_config {
   std::string join;
   /// Called from an actor's thread when this node has left the cluster.
   std::function<void()> request_shutdown;
+  /// How often each partition checkpoints and truncates its journal
+  /// (--checkpoint-interval-ms; 0 = never). docs/NODE.md, "Checkpoints".
+  std::chrono::milliseconds checkpoint_interval{10000};
+  /// History kept below the safe time (--snapshot-retention-ms): a
+  /// transaction can read for this long after its snapshot was taken; then
+  /// "snapshot too old". Default 60 s, above the interactive idle timeout
+  /// (30 s) plus the partition request timeout (10 s).
+  std::chrono::milliseconds snapshot_retention{60000};
+  /// Per-bucket FBF (tallyd_fbf_config): refresh period t
+  /// (--fbf-refresh-ms), past filters N (--fbf-past-filters), retry timeout
+  /// R (--fbf-retry-timeout-ms; (N+1)t >= R is required) and the target FPP
+  /// of adaptive resizing (--fbf-target-fpp; 0 = not adaptive).
+  std::chrono::milliseconds fbf_refresh{2000};
+  std::size_t fbf_past_filters = 2;
+  std::chrono::milliseconds fbf_retry_timeout{5000};
+  double fbf_target_fpp = 1e-3;
 };
+
+/// Refuses a configuration the node cannot run safely, with errc::bad_config
+/// and a sentence naming the setting: an FBF that forgets ids before the
+/// retry timeout ((N+1)t < R) or with bad adaptation settings (fbf_config's
+/// validation), a zero snapshot retention. node::start calls it first;
+/// tallyd calls it at parse time (exit code 2).
+status check_config(const node_config& cfg);
 
 class node {
 public:

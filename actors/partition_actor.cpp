@@ -19,6 +19,7 @@ namespace {
 
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using timer_atom = caf::atom_constant<caf::atom("p_timer")>;
 
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
@@ -65,6 +66,8 @@ struct partition_state {
   std::chrono::milliseconds defer_limit{10000};
   std::chrono::steady_clock::time_point drain_deadline;
   std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
+  partition_timers timers;
+  std::uint64_t ticks = 0;
   static inline const char* name = "partition";
 };
 
@@ -265,13 +268,64 @@ bool divert(partition_self self, caf::atom_value kind, std::string& bytes,
   return false;
 }
 
+void run_checkpoint(partition_self self) {
+  auto& core = *self->state.core;
+  const auto started = std::chrono::steady_clock::now();
+  auto cp = core.checkpoint();
+  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+    std::chrono::steady_clock::now() - started);
+  if (!cp) {
+    log(cp.err().code() == errc::io_error ? log_level::error : log_level::warn,
+        "partition ", core.index(), ": checkpoint failed: ",
+        cp.err().to_string());
+    return;
+  }
+  if (!cp->ran)
+    return;
+  const auto& r = cp->report;
+  // A first checkpoint of a long log (an upgrade, a long pause) is worth
+  // seeing; the periodic ones are debug chatter.
+  constexpr std::uint64_t large_drop = 100000;
+  log(r.records_dropped >= large_drop ? log_level::info : log_level::debug,
+      "partition ", core.index(), ": checkpoint ", r.sequence, " at ",
+      core.checkpoint_time(), ": folded ", r.transactions_folded,
+      " transactions (", r.effects_folded, " effects, ", r.keys_written,
+      " keys), dropped ", r.records_dropped, " records, ",
+      r.index_entries_dropped, " index entries, ", r.op_ids_dropped,
+      " op ids; log starts at ", r.truncation_lsn, " (", r.limited_by,
+      "), spans ", cp->log_span, " LSNs; FBF horizon ", cp->fbf_horizon_us,
+      "; took ", took.count(), " us");
+}
+
+void schedule_tick(partition_self self) {
+  auto period = self->state.timers.tick();
+  if (period.count() > 0)
+    self->delayed_send(self, period, timer_atom::value);
+}
+
+void on_tick(partition_self self) {
+  auto& st = self->state;
+  if (!st.core)
+    return; // closed for a handoff or forwarding: nothing to tick
+  ++st.ticks;
+  if (st.timers.fbf_tick.count() > 0)
+    st.core->advance_filters();
+  auto every = st.timers.checkpoint_every();
+  if (every > 0 && st.ticks % every == 0)
+    run_checkpoint(self);
+  schedule_tick(self);
+}
+
 caf::behavior partition_fn(partition_self self,
                            std::shared_ptr<std::unique_ptr<partition_core>> box,
-                           std::shared_ptr<std::atomic<std::uint64_t>> slot) {
+                           std::shared_ptr<std::atomic<std::uint64_t>> slot,
+                           partition_timers timers) {
   self->state.core = std::move(*box);
   self->state.index = self->state.core->index();
   self->state.slot = std::move(slot);
+  self->state.timers = timers;
   publish(self);
+  schedule_tick(self);
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
     if (st.core && st.core->has_staged())
@@ -418,19 +472,37 @@ caf::behavior partition_fn(partition_self self,
       }
       forward_deferred(self);
     },
+    [self](timer_atom) { on_tick(self); },
   };
 }
 
 } // namespace
 
+std::chrono::milliseconds partition_timers::tick() const noexcept {
+  std::chrono::milliseconds t{0};
+  for (auto d : {fbf_tick, checkpoint_interval})
+    if (d.count() > 0 && (t.count() == 0 || d < t))
+      t = d;
+  return t.count() > 0 ? std::min(t, max_tick) : t;
+}
+
+std::uint64_t partition_timers::checkpoint_every() const noexcept {
+  auto t = tick();
+  if (checkpoint_interval.count() <= 0 || t.count() <= 0)
+    return 0;
+  return std::max<std::uint64_t>(
+    1, static_cast<std::uint64_t>(checkpoint_interval / t));
+}
+
 caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
                            bool detached,
-                           std::shared_ptr<std::atomic<std::uint64_t>> board_slot) {
+                           std::shared_ptr<std::atomic<std::uint64_t>> board_slot,
+                           partition_timers timers) {
   auto box = std::make_shared<std::unique_ptr<partition_core>>(std::move(core));
   if (!detached)
-    return sys.spawn(partition_fn, box, board_slot);
-  return sys.spawn<caf::detached>(partition_fn, box, board_slot);
+    return sys.spawn(partition_fn, box, board_slot, timers);
+  return sys.spawn<caf::detached>(partition_fn, box, board_slot, timers);
 }
 
 } // namespace tally

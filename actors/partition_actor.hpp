@@ -6,6 +6,13 @@
 //   part_commit_req  -> part_ack         once the commit record is durable
 //   part_abort_req   -> part_ack         at once
 //   exit message     -> flushes what is staged, then quits.
+// Timer (a `tick` the actor delayed_sends to itself, docs/NODE.md "Timers"):
+//   every tick       partition_core::advance_filters() (FBF refreshes and
+//                    adaptations run without traffic);
+//   every k ticks    partition_core::checkpoint() (k = checkpoint interval /
+//                    tick period).
+// The tick period is at most 1 s: CAF keeps an actor_system alive until a
+// pending delayed message fires, so a short tick bounds the shutdown delay.
 //
 // The actor is spawned detached (its own thread): an fsync blocks only this
 // partition, never a scheduler worker (docs/NODE.md, "Threading and disk").
@@ -16,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -28,6 +36,23 @@ namespace tally {
 
 class partition_core;
 
+/// The partition's periodic work; 0 turns an item off (both off: no timer,
+/// as in the deterministic actor tests).
+struct partition_timers {
+  /// How often every FBF is advanced: at most the refresh period (and the
+  /// adaptation interval), so refreshes and adaptations run on time.
+  std::chrono::milliseconds fbf_tick{0};
+  /// How often a checkpoint runs (rounded to a multiple of the tick).
+  std::chrono::milliseconds checkpoint_interval{0};
+  /// The longest tick: bounds how long a pending tick delays shutdown.
+  static constexpr std::chrono::milliseconds max_tick{1000};
+  /// The tick period: the smallest non-zero setting, capped at max_tick;
+  /// 0 when both are off.
+  std::chrono::milliseconds tick() const noexcept;
+  /// Ticks between checkpoints (0: never).
+  std::uint64_t checkpoint_every() const noexcept;
+};
+
 /// Spawns the partition actor owning `core`: detached (own thread, the
 /// default) or on the shared scheduler (kept for measurements only).
 /// `board_slot` is where it publishes blocked_from() (node_context::board);
@@ -36,6 +61,7 @@ class partition_core;
 caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
                            bool detached = true,
-                           std::shared_ptr<std::atomic<std::uint64_t>> board_slot = nullptr);
+                           std::shared_ptr<std::atomic<std::uint64_t>> board_slot = nullptr,
+                           partition_timers timers = {});
 
 } // namespace tally

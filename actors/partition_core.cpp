@@ -24,38 +24,78 @@ fbf_time steady_fbf_now() {
 
 fbf_config tallyd_fbf_config() {
   using namespace std::chrono;
+  return tallyd_fbf_config(seconds{2}, 2, seconds{5}, 1e-3);
+}
+
+fbf_config tallyd_fbf_config(fbf_duration refresh, std::size_t past_filters,
+                             fbf_duration retry_timeout, double target_fpp) {
+  using namespace std::chrono;
   fbf_config c;
   c.bits_per_filter = std::uint64_t{1} << 20;
   c.hashes = 7;
-  c.past_filters = 2;
-  c.refresh_period = seconds{2};
-  c.retry_timeout = seconds{5};
+  c.past_filters = past_filters;
+  c.refresh_period = refresh;
+  c.retry_timeout = retry_timeout;
+  c.adaptive = target_fpp > 0.0;
+  if (!c.adaptive)
+    return c;
+  // Algorithm 3 (paper Sec. III-E) with the shared-period model (Eq. 3
+  // corrected, docs/FBF.md "The model"). Bounds relative to the settings:
+  // the FBF's longest id lifetime, (N_max + 2) * max(t_max, R), is how long
+  // checkpoints keep commits with op ids (fbf_max_id_lifetime), so the
+  // bounds stay close to the configured window: defaults t in [1 s, 4 s],
+  // N in [2, 6] (at most 8 filters of 128 KiB = 1 MiB per bucket), lifetime
+  // 40 s.
+  c.target_fpp = target_fpp;
+  const fbf_duration one_ms{1};
+  c.refresh_step = std::max(one_ms, refresh / 2);
+  c.min_refresh_period = std::max(one_ms, refresh / 2);
+  c.max_refresh_period = refresh * 2;
+  c.adapt_interval = std::clamp<fbf_duration>(refresh / 2, one_ms, seconds{1});
+  c.min_past_filters = past_filters;
+  c.max_past_filters = std::min(past_filters * 3, fbf_past_filters_limit);
   return c;
 }
 
 namespace {
 
-// Reads a key through the journal index on a cache miss. There is no
-// checkpoint store in the node yet, so the base is always the bottom object.
-class journal_source final : public entry_source {
+// The cache's miss path (seed 004, 2.3 and 2.5): the key's checkpoint entry
+// as the base plus its committed effects after it from the journal index
+// (checkpoint_store::load), so a key whose prefix was folded and truncated
+// still reads exactly. Every journaled effect carries the type its update
+// was written as, and a checkpoint entry the type it was folded as; a
+// mismatch with the type asked for is errc::wrong_type, whether the history
+// is folded, journaled or both.
+class partition_source final : public entry_source {
 public:
-  explicit journal_source(journal& log) : log_(log) {}
+  explicit partition_source(checkpoint_store& store) : store_(store) {}
   expected<entry_image> fetch(const object_key& key, crdt_type type) override {
-    auto effects = log_.read_committed(key);
-    if (!effects)
-      return effects.err();
-    for (const auto& e : *effects)
+    auto image = store_.load(key);
+    if (!image)
+      return image.err();
+    if (image->base && image->base->object.type() != type)
+      return mismatch(key, image->base->object.type(), type);
+    for (const auto& e : image->effects)
       if (e.type != type)
-        return make_error(errc::wrong_type,
-                          "key " + key.bucket + "/" + key.key + " holds a "
-                            + std::string{to_string(e.type)} + ", not a "
-                            + std::string{to_string(type)});
-    return entry_image{std::nullopt, std::move(*effects)};
+        return mismatch(key, e.type, type);
+    return image;
   }
 
 private:
-  journal& log_;
+  static error mismatch(const object_key& key, crdt_type held,
+                        crdt_type asked) {
+    return make_error(errc::wrong_type,
+                      "key " + key.bucket + "/" + key.key + " holds a "
+                        + std::string{to_string(held)} + ", not a "
+                        + std::string{to_string(asked)});
+  }
+
+  checkpoint_store& store_;
 };
+
+std::uint64_t sub_floor(std::uint64_t a, std::uint64_t b) noexcept {
+  return a > b ? a - b : 0;
+}
 
 } // namespace
 
@@ -77,6 +117,13 @@ partition_core::open(partition_options opts) {
   if (!opened)
     return opened.err();
   self->log_ = std::move(opened->log);
+  self->store_.emplace(*self->log_);
+  self->op_id_keep_us_ =
+    static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+        fbf_max_id_lifetime(o.fbf))
+        .count())
+    + o.fbf_margin_us;
   auto& rec = opened->recovery;
   auto cache = object_cache::make(o.cache);
   if (!cache)
@@ -99,13 +146,25 @@ partition_core::open(partition_options opts) {
   self->clock_ = std::max(o.now_us(), rec.max_commit_time.get(local_dc));
   self->commits_ = rec.records; // only a distinct event counter for ticks
   // Exactly-once across restarts: every op id of a committed transaction
-  // still in the log is remembered again (DESIGN.md, "Exactly-once").
+  // still in the log that the FBF could still hold (committed less than
+  // op_id_keep_us ago) is remembered again (DESIGN.md, "Exactly-once").
+  // Older ones are out of every window; the log may still hold them for
+  // another bound (an unfolded commit). The re-inserted ids get a fresh
+  // window from now, so checkpoints keep their records until it ends.
+  const std::uint64_t now = o.now_us();
+  const std::uint64_t oldest_kept = sub_floor(now, self->op_id_keep_us_);
   for (const auto& r : rec.op_ids) {
+    if (r.wall_time_us < oldest_kept)
+      continue;
     auto f = self->fbf_for(r.bucket);
     if (!f)
       return f.err();
     (*f)->insert(r.op.hash());
+    self->recovered_floor_us_ =
+      std::min(self->recovered_floor_us_, r.wall_time_us);
   }
+  if (self->recovered_floor_us_ != UINT64_MAX)
+    self->recovered_until_us_ = now + self->op_id_keep_us_;
   for (auto& u : rec.undecided) {
     if (!u.prepare) {
       // Never prepared: its coordinator died before phase one completed, so
@@ -146,7 +205,17 @@ expected<crdt_value>
 partition_core::read(const object_key& key, crdt_type type,
                      const vector_clock& snapshot,
                      const std::vector<crdt_effect>& own) {
-  journal_source src{*log_};
+  // The low watermark (seed 2.7.2): commits <= C are folded, so a snapshot
+  // below C cannot be served exactly. Refused for every key alike, cached or
+  // not, with or without a checkpoint entry.
+  if (!(log_->checkpoint().time <= snapshot))
+    return make_error(errc::unavailable,
+                      "snapshot too old: start a new transaction (snapshot "
+                        + std::to_string(snapshot.get(local_dc))
+                        + " is below partition "
+                        + std::to_string(opts_.index) + "'s checkpoint time "
+                        + std::to_string(checkpoint_time()) + ")");
+  partition_source src{*store_};
   return cache_->read_or_load(key, type, snapshot, own, src);
 }
 
@@ -278,7 +347,7 @@ status partition_core::stage_commit(const tx_id& tx,
   c.tx = tx;
   c.commit_time = vector_clock{{local_dc, commit_time}};
   c.bloom_timestamp = bloom_->encode();
-  c.wall_time_us = wall_clock_us();
+  c.wall_time_us = opts_.now_us(); // the FBF horizon compares with it
   staged_.push_back(std::move(c));
   staged_refs_.push_back({tx, 0});
   return {};
@@ -335,7 +404,12 @@ status partition_core::flush() {
         e.commit_position = at;
         auto st = cache_->on_commit(p.updates[u].key, p.updates[u].type,
                                     std::move(e));
-        (void)st; // on error the cache dropped the key: it reloads on a miss
+        // On an apply error the cache dropped the key; on wrong_type (the
+        // key is cached as another type) it kept the entry without this
+        // effect: drop it too, so a miss reloads the whole history (and
+        // its type check sees the mismatch).
+        if (!st)
+          cache_->erase(p.updates[u].key);
         if (p.updates[u].op) {
           auto f = fbf_for(p.updates[u].key.bucket);
           if (f)
@@ -350,6 +424,64 @@ status partition_core::flush() {
   staged_.clear();
   staged_refs_.clear();
   return {};
+}
+
+std::size_t partition_core::advance_filters() {
+  const fbf_time now = opts_.now_fbf();
+  std::size_t n = 0;
+  for (auto& [bucket, f] : fbfs_) {
+    // A clock that went backwards (only possible in tests) is ignored.
+    if (now < f.clock())
+      continue;
+    if (f.advance(now))
+      ++n;
+  }
+  return n;
+}
+
+expected<partition_checkpoint> partition_core::checkpoint() {
+  if (failed_)
+    return make_error(errc::unavailable,
+                      "partition " + std::to_string(opts_.index)
+                        + " stopped after a failed write: "
+                        + failed_->to_string());
+  partition_checkpoint out;
+  // C <= safe time: no commit <= C can arrive any more (every prepared or
+  // staged transaction has a prepare time > safe time). C <= every running
+  // transaction's snapshot: by the retention window (an older snapshot is
+  // refused exactly by read()). Seed 004, 2.7.2: CheckpointTime <=
+  // MinDependency.
+  // An empty log has nothing to fold or drop: skip the durable meta write
+  // (an idle partition would otherwise sync once per interval).
+  if (log_->truncation_lsn() == log_->next_lsn())
+    return out;
+  const std::uint64_t safe = safe_time();
+  const std::uint64_t c = sub_floor(safe, opts_.snapshot_retention_us);
+  if (c <= checkpoint_time())
+    return out;
+  const std::uint64_t now = opts_.now_us();
+  checkpoint_bounds b;
+  b.checkpoint_time = vector_clock{{local_dc, c}};
+  // n_val = 1: every journaled record counts as replicated.
+  b.replicated_lsn = log_->next_lsn() - 1;
+  // Every id the FBF may still hold keeps its record and `opids` entry, so
+  // an FBF positive for a true duplicate is always confirmed exactly.
+  std::uint64_t horizon = sub_floor(now, op_id_keep_us_);
+  if (now < recovered_until_us_)
+    horizon = std::min(horizon, recovered_floor_us_);
+  b.fbf_horizon_us = horizon; // 0 (early in a test clock) keeps them all
+  auto report = store_->checkpoint(b);
+  if (!report) {
+    if (report.err().code() == errc::io_error)
+      failed_ = report.err(); // the journal stopped: so does the partition
+    return report.err();
+  }
+  cache_->truncate_below(b.checkpoint_time);
+  out.ran = true;
+  out.report = std::move(*report);
+  out.fbf_horizon_us = b.fbf_horizon_us;
+  out.log_span = log_->next_lsn() - log_->truncation_lsn();
+  return out;
 }
 
 expected<std::optional<std::uint64_t>>

@@ -17,6 +17,10 @@
 //   flush()          appends the staged batch, syncs it (mode batch), then
 //                    applies the durable commits to the cache and the FBFs
 //                    and removes them from the prepared set.
+// Periodic steps (the actor's timer, docs/NODE.md "Timers"):
+//   advance_filters() runs every FBF refresh and adaptation due;
+//   checkpoint()      folds commits older than the retention window into the
+//                    checkpoint store and truncates the journal and `opids`.
 // A staged but not yet flushed commit stays in the prepared set, so reads at
 // or above its time wait until it is durable and visible.
 //
@@ -41,6 +45,7 @@
 #include "common/expected.hpp"
 #include "crdt/crdt_object.hpp"
 #include "crdt/op_id.hpp"
+#include "checkpoint/checkpoint_store.hpp"
 #include "fbf/forgetful_bloom_filter.hpp"
 #include "journal/journal.hpp"
 #include "journal/record.hpp"
@@ -60,7 +65,20 @@ fbf_time steady_fbf_now();
 /// (window (N+1)t = 6 s); N+2 = 4 filters of 128 KiB, 512 KiB per bucket.
 /// Sized so that a false positive (which costs one LMDB lookup, not an
 /// update) stays rare at server rates. Not fbf_config's paper defaults.
+/// Adaptive (Algorithm 3, paper Sec. III-E) with target FPP 1e-3; see
+/// tallyd_fbf_config(refresh, past, retry, target) for the bounds.
 fbf_config tallyd_fbf_config();
+
+/// The same with tallyd's FBF settings (--fbf-refresh-ms, --fbf-past-filters,
+/// --fbf-retry-timeout-ms, --fbf-target-fpp; target_fpp <= 0 turns
+/// adaptation off). Adaptation bounds, relative to the settings so that a
+/// small test configuration adapts within small bounds too: t in [t/2, 2t]
+/// in steps of t/2 (at least 1 ms), N in [N, 3N], one adaptation per
+/// min(1 s, t/2). The result is not validated: check it with
+/// forgetful_bloom_filter::make (node::start does, and refuses a window
+/// (N+1)t below the retry timeout).
+fbf_config tallyd_fbf_config(fbf_duration refresh, std::size_t past_filters,
+                             fbf_duration retry_timeout, double target_fpp);
 
 struct partition_options {
   std::uint32_t index = 0;
@@ -72,8 +90,28 @@ struct partition_options {
   std::uint32_t bloom_cells = 64;
   std::uint32_t bloom_hashes = 3;
   object_cache_config cache;
+  /// Checkpoints keep this much history below the safe time: C = safe time
+  /// - retention, so a transaction whose snapshot is younger than this can
+  /// still read; an older snapshot gets errc::unavailable ("snapshot too
+  /// old"). tallyd: --snapshot-retention-ms (default 60 s).
+  std::uint64_t snapshot_retention_us = 60'000'000;
+  /// Extra time commits with op ids stay in the log beyond the FBF's longest
+  /// id lifetime (fbf_max_id_lifetime): covers the delay between a commit's
+  /// wall time (staged) and its id's insert into the FBF (after the flush)
+  /// and small steps between the system and the steady clock.
+  std::uint64_t fbf_margin_us = 1'000'000;
+  /// The physical clock (µs since the epoch): TCC clock and commit wall
+  /// times. Tests control it.
   std::function<std::uint64_t()> now_us = wall_clock_us;
   std::function<fbf_time()> now_fbf = steady_fbf_now;
+};
+
+/// What checkpoint() did.
+struct partition_checkpoint {
+  bool ran = false;              // false: C would not advance, nothing done
+  checkpoint_report report;      // when ran
+  std::uint64_t fbf_horizon_us = 0;
+  std::uint64_t log_span = 0;    // LSNs the log spans after it (>= records)
 };
 
 /// One update a transaction sends to a partition.
@@ -117,7 +155,13 @@ public:
   std::uint64_t safe_time();
 
   /// The value of `key` at `snapshot` plus `own` effects (the reading
-  /// transaction's). Precondition: snapshot <= safe_time().
+  /// transaction's). Precondition: snapshot <= safe_time(). A cache miss
+  /// loads the key's checkpoint entry plus its committed effects after it
+  /// (checkpoint_store::load). Errors: errc::unavailable "snapshot too old"
+  /// when `snapshot` is not >= checkpoint_time() (those commits are folded;
+  /// exact for every key, cached or not); errc::wrong_type when the key's
+  /// checkpoint or any of its journaled effects is of another type; journal
+  /// read errors.
   expected<crdt_value> read(const object_key& key, crdt_type type,
                             const vector_clock& snapshot,
                             const std::vector<crdt_effect>& own);
@@ -144,6 +188,43 @@ public:
 
   /// Stages the abort of a prepared transaction (unknown: no-op).
   status stage_abort(const tx_id& tx);
+
+  /// Advances every bucket's FBF to now_fbf(): the refreshes and, when
+  /// adaptive, the adaptations (Algorithm 3) due. Called on the actor's
+  /// timer so filters move without traffic. Returns how many filters were
+  /// advanced.
+  std::size_t advance_filters();
+
+  /// One checkpoint (seed 004, section 2.7.2; checkpoint/checkpoint_store.hpp
+  /// has the rule) with these bounds:
+  ///   C = safe_time() - snapshot_retention_us (not below the previous C):
+  ///     no commit <= C can still arrive, and transactions read at
+  ///     snapshots >= C (an older one gets "snapshot too old");
+  ///   replicated_lsn = the last journaled LSN (one replica: n_val = 1);
+  ///   fbf_horizon_us = now - (fbf_max_id_lifetime + fbf_margin_us), lowered
+  ///     to the oldest recovered op id's wall time while ids re-inserted at
+  ///     recovery may still be in the FBF: every id the FBF can still hold
+  ///     keeps its log record and its `opids` entry.
+  /// Then rebases the cache onto C. ran = false when C would not move.
+  /// Errors: errc::unavailable after a failed write; checkpoint_store's
+  /// errors (errc::io_error stops the journal, and the partition with it).
+  expected<partition_checkpoint> checkpoint();
+
+  /// The partition's checkpoint time: the oldest snapshot it can serve.
+  std::uint64_t checkpoint_time() const noexcept {
+    return log_->checkpoint().time.get(local_dc);
+  }
+  /// LMDB's statistics of the partition's store (journal, index,
+  /// checkpoint and `opids` entries, pages). Errors: LMDB read errors.
+  expected<journal_stats> storage_stats() { return log_->stats(); }
+  /// The FBF of `bucket`, nullptr when the bucket has none yet.
+  const forgetful_bloom_filter* fbf(const std::string& bucket) const {
+    auto i = fbfs_.find(bucket);
+    return i == fbfs_.end() ? nullptr : &i->second;
+  }
+  /// How long a commit with op ids stays in the log (and `opids`):
+  /// fbf_max_id_lifetime(opts.fbf) + fbf_margin_us.
+  std::uint64_t op_id_keep_us() const noexcept { return op_id_keep_us_; }
 
   /// True when staged records wait for flush().
   bool has_staged() const noexcept { return !staged_.empty(); }
@@ -198,6 +279,13 @@ private:
 
   partition_options opts_;
   std::unique_ptr<journal> log_;
+  std::optional<checkpoint_store> store_;
+  std::uint64_t op_id_keep_us_ = 0;
+  // Ids re-inserted into the FBFs at recovery got a fresh window then: until
+  // recovered_until_us_ the FBF horizon stays at or below the oldest one's
+  // commit wall time (recovered_floor_us_).
+  std::uint64_t recovered_floor_us_ = UINT64_MAX;
+  std::uint64_t recovered_until_us_ = 0;
   std::optional<object_cache> cache_;
   std::optional<bloom_clock> bloom_;
   std::uint64_t commits_ = 0;

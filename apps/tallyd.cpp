@@ -2,12 +2,14 @@
 // on --bind:--port from the partitions under --data-dir until SIGTERM or
 // SIGINT, then flushes and exits 0. Exit codes: 0 clean shutdown, 1 start
 // failure (unusable data dir, port in use, recovery error), 2 bad flag.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,20 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --request-timeout-ms MS how long a coordinator waits for a partition, local
                           or remote, before the client gets a timeout error
                           (default 10000)
+  --checkpoint-interval-ms MS
+                          checkpoint and truncate each partition's journal
+                          this often (default 10000; 0 = never)
+  --snapshot-retention-ms MS
+                          history kept below the safe time: older snapshots
+                          get "snapshot too old" (default 60000)
+  --fbf-refresh-ms MS     FBF refresh period t (default 2000)
+  --fbf-past-filters N    FBF past filters N (default 2)
+  --fbf-retry-timeout-ms MS
+                          longest client retry R; (N+1)*t >= R is required
+                          (default 5000)
+  --fbf-target-fpp P      FBF adaptive resizing target false-positive
+                          probability, in [0, 1); 0 = not adaptive
+                          (default 0.001)
   --partition-threads T   detached (default) | scheduler
   --scheduler-policy P    stealing (default) | sharing
   --log-level LEVEL       debug | info | warn | error (default info)
@@ -117,6 +133,31 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       std::chrono::milliseconds(parse_uint(key, v, 3600000));
     if (cfg.limits.request_timeout.count() < 100)
       throw bad_flag{"--request-timeout-ms is at least 100"};
+  } else if (key == "checkpoint-interval-ms") {
+    cfg.checkpoint_interval =
+      std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "snapshot-retention-ms") {
+    cfg.snapshot_retention =
+      std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "fbf-refresh-ms") {
+    cfg.fbf_refresh = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "fbf-past-filters") {
+    cfg.fbf_past_filters = parse_uint(key, v, 1024);
+  } else if (key == "fbf-retry-timeout-ms") {
+    cfg.fbf_retry_timeout =
+      std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "fbf-target-fpp") {
+    double p = -1.0;
+    std::size_t used = 0;
+    try {
+      p = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || !(p >= 0.0 && p < 1.0))
+      throw bad_flag{"--fbf-target-fpp needs a number in [0, 1), got '" + v
+                     + "'"};
+    cfg.fbf_target_fpp = p;
   } else if (key == "partition-threads") {
     if (v == "detached")
       cfg.detached_partitions = true;
@@ -202,6 +243,10 @@ std::optional<node_config> parse(int argc, char** argv) {
     apply_file(cfg, *file);
   for (auto& [k, v] : flags)
     apply(cfg, k, v);
+  // Settings that are fine one by one but not together (the FBF window
+  // (N+1)*t below the retry timeout, ...).
+  if (auto ok = check_config(cfg); !ok)
+    throw bad_flag{ok.err().message()};
   return cfg;
 }
 

@@ -149,6 +149,17 @@ status validate(const fbf_config& c) {
 
 } // namespace
 
+fbf_duration fbf_max_id_lifetime(const fbf_config& cfg) noexcept {
+  const std::size_t n = cfg.adaptive ? std::max(cfg.max_past_filters,
+                                                cfg.past_filters)
+                                     : cfg.past_filters;
+  const fbf_duration t = cfg.adaptive ? std::max(cfg.max_refresh_period,
+                                                 cfg.refresh_period)
+                                      : cfg.refresh_period;
+  return std::max(t, cfg.retry_timeout)
+         * static_cast<fbf_duration::rep>(n + 2);
+}
+
 expected<forgetful_bloom_filter>
 forgetful_bloom_filter::make(const fbf_config& cfg) {
   if (auto ok = validate(cfg); !ok)

@@ -87,6 +87,21 @@ struct fbf_config {
   std::size_t max_past_filters = 30;
 };
 
+/// An upper bound on how long an id can stay a member after its insert,
+/// over every state this configuration can reach (adaptation included): the
+/// filter an id is inserted into (the future one) is dropped at the latest
+/// after L refreshes, L <= max N + 2 filters (scale-ups append behind it,
+/// each refresh moves it one place older), and two refreshes are at most
+/// max(longest t, retry_timeout) apart (a refresh is due one period after the
+/// previous one and is postponed at most until the oldest filter's
+/// present_since + retry_timeout <= that previous refresh + retry_timeout).
+/// So (N_max + 2) * max(t_max, R), with N_max, t_max the adaptive bounds when
+/// `adaptive`, else N and t. A partition must keep the exact record of an id
+/// (its journal `opids` entry) at least this long after the commit, so that
+/// an FBF positive for a true duplicate is always confirmed (docs/NODE.md,
+/// "Checkpoints"). Precondition: `cfg` passed make()'s validation.
+fbf_duration fbf_max_id_lifetime(const fbf_config& cfg) noexcept;
+
 /// What insert() did.
 enum class insert_outcome : std::uint8_t {
   /// The element was not a member; it is now (in future and present).

@@ -163,4 +163,57 @@ BOOST_AUTO_TEST_CASE(duplicate_op_id_across_two_partitions_is_applied_once) {
   BOOST_TEST(std::get<std::int64_t>(s.objects.values[1]) == 1);
 }
 
+// The partition's timer (docs/NODE.md, "Timers"): with no request at all,
+// ticks advance the FBFs and run checkpoints; an exit is not held up by the
+// pending tick. The core's clocks are the test's; the test scheduler's
+// clock fires the ticks.
+BOOST_AUTO_TEST_CASE(partition_timer_advances_fbfs_and_checkpoints_without_requests) {
+  std::uint64_t now = 1'000'000;
+  std::int64_t fbf_ms = 0;
+  partition_options o;
+  o.index = 9;
+  o.path = (dir / "timers").string();
+  o.mode = durability::none;
+  o.snapshot_retention_us = 100'000;
+  o.now_us = [&] { return now; };
+  o.now_fbf = [&] { return fbf_time{fbf_duration{fbf_ms}}; };
+  auto opened = partition_core::open(o);
+  BOOST_REQUIRE(opened);
+  auto core = std::move(*opened);
+  auto p = core->stage_prepare({1, 1}, {tx_update{object_key{"b", "x"},
+                                                  crdt_type::counter,
+                                                  counter_effect{1},
+                                                  op_id{3, 1}}},
+                               0, false);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(core->stage_commit({1, 1}, p->prepare_time));
+  BOOST_REQUIRE(core->flush());
+  partition_core* raw = core.get(); // the test scheduler runs on this thread
+  partition_timers timers;
+  timers.fbf_tick = 100ms;
+  timers.checkpoint_interval = 200ms;
+  BOOST_TEST(timers.tick().count() == 100);
+  BOOST_TEST(timers.checkpoint_every() == 2u);
+  auto part = spawn_partition(sys, std::move(core), false, nullptr, timers);
+  self->monitor(part);
+  sched.run();
+  BOOST_REQUIRE(raw->fbf("b"));
+  BOOST_TEST(raw->fbf("b")->clock().time_since_epoch().count() == 0);
+  now += 1'000'000;
+  fbf_ms += 2500; // past the first refresh (t = 2 s)
+  sched.advance_time(100ms); // tick 1: the FBF moves
+  sched.run();
+  BOOST_TEST(raw->fbf("b")->clock().time_since_epoch().count() == 2500);
+  BOOST_TEST(raw->fbf("b")->refresh_count() > 0u);
+  BOOST_TEST(raw->checkpoint_time() == 0u);
+  sched.advance_time(100ms); // tick 2: a checkpoint too
+  sched.run();
+  BOOST_TEST(raw->checkpoint_time() == now - 100'000);
+  caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+  sched.run();
+  bool down = false;
+  self->receive([&](caf::down_msg&) { down = true; }, caf::after(0s) >> [] {});
+  BOOST_TEST(down); // quit with a tick still pending
+}
+
 BOOST_AUTO_TEST_SUITE_END()

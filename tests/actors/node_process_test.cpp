@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -14,12 +15,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "journal/journal.hpp"
 #include "protocol/descriptor.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
@@ -450,6 +453,117 @@ BOOST_AUTO_TEST_CASE(sigterm_flushes_and_restart_recovers_batch_commits) {
   // A descriptor from before the restart is refused clearly.
   auto st = std::get<start_transaction_resp>(c.call(start_transaction_req{clock}));
   BOOST_TEST(st.success);
+}
+
+// Checkpoints in the real node (docs/NODE.md, "Checkpoints"): with a short
+// interval, retention and FBF, a write load leaves only the last few
+// seconds of commits in the journals and `opids`; a restart still has
+// every acknowledged increment, and retries of recent ids are dismissed.
+BOOST_AUTO_TEST_CASE(checkpoints_keep_journals_bounded_and_restart_keeps_every_increment) {
+  temp_dir d;
+  // FBF t = 100 ms, N = 2, R = 300 ms, adaptive within t <= 200 ms, N <= 6:
+  // op ids are kept (6+2) * 300 ms + 1 s = 3.4 s after their commit.
+  const std::vector<std::string> flags{
+    "--checkpoint-interval-ms", "100", "--snapshot-retention-ms", "200",
+    "--fbf-refresh-ms", "100", "--fbf-past-filters", "2",
+    "--fbf-retry-timeout-ms", "300"};
+  const std::uint64_t n1 = 1000; // phase 1: long before the stop
+  std::map<std::string, std::int64_t> sums;
+  std::uint64_t n2 = 0;          // phase 2: the last 5 s
+  std::string clock;
+  auto q_key = [](std::uint64_t n) { return "q" + std::to_string(n % 4); };
+  {
+    server s{d.path, "batch"};
+    BOOST_REQUIRE(s.start(flags));
+    conn c{s.port};
+    for (std::uint64_t i = 1; i <= n1; ++i) {
+      const std::string k = "p" + std::to_string(i % 16);
+      clock = static_update(c, {inc(k, 1, op_id{88, i})});
+      ++sums[k];
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 1000; ++i) { // bounded: ~5 s at 20 ms a step
+      if (std::chrono::steady_clock::now() - start >= std::chrono::seconds{5})
+        break;
+      const std::string k = q_key(++n2);
+      clock = static_update(c, {inc(k, 2, op_id{89, n2})});
+      sums[k] += 2;
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    // A retry of a recent update (same key, same id) is dismissed.
+    clock = static_update(c, {inc(q_key(n2), 2, op_id{89, n2})}, clock);
+    const auto t0 = std::chrono::steady_clock::now();
+    BOOST_TEST(s.stop(SIGTERM) == 0);
+    // The partition tick (<= 1 s) does not hold the shutdown up.
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds{3}));
+  }
+  std::uint64_t written = 0, kept = 0, op_entries = 0, checkpoints = 0;
+  for (std::uint32_t p = 0; p < 8; ++p) {
+    journal_options jo;
+    jo.path = d.path + "/partitions/" + std::to_string(p);
+    jo.partition_id = p;
+    jo.mode = durability::none;
+    jo.collect_effects = false;
+    auto j = journal::open(jo);
+    BOOST_REQUIRE_MESSAGE(j, (j ? "" : j.err().to_string()));
+    written += j->log->next_lsn() - 1;
+    kept += j->log->next_lsn() - j->log->truncation_lsn();
+    checkpoints += j->log->checkpoint().sequence;
+    auto st = j->log->stats();
+    BOOST_REQUIRE(st);
+    op_entries += st->opids.entries;
+    for (std::uint64_t i = 1; i <= n1; i += 97) { // phase 1's ids are gone
+      auto found = j->log->find_committed_op(op_id{88, i});
+      BOOST_REQUIRE(found);
+      BOOST_TEST(!found->has_value());
+    }
+  }
+  BOOST_TEST_MESSAGE("records written " << written << ", still in the logs "
+                     << kept << ", opids entries " << op_entries << ", "
+                     << checkpoints << " checkpoints; phase 2: " << n2
+                     << " transactions");
+  BOOST_TEST(written >= 2 * (n1 + n2));
+  BOOST_TEST(checkpoints > 8u);
+  BOOST_TEST(kept <= 2 * n2 + 16); // nothing of phase 1 (2 records a commit)
+  BOOST_TEST(op_entries <= n2);
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start(flags));
+  conn c{s.port};
+  for (auto& [k, v] : sums)
+    BOOST_TEST(read_values(c, {k}, clock)[0] == v, "key " << k);
+  // Recent ids are still dismissed after the restart.
+  auto after = static_update(c, {inc(q_key(n2), 2, op_id{89, n2}),
+                                 inc(q_key(n2 - 1), 2, op_id{89, n2 - 1})},
+                             clock);
+  BOOST_TEST(read_values(c, {"q0", "q1", "q2", "q3"}, after)
+             == std::vector<std::int64_t>({sums["q0"], sums["q1"], sums["q2"],
+                                           sums["q3"]}));
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(fbf_window_below_the_retry_timeout_is_refused_with_exit_2) {
+  for (std::vector<const char*> bad :
+       {std::vector<const char*>{"--fbf-refresh-ms", "1000", "--fbf-past-filters", "1"},
+        std::vector<const char*>{"--fbf-target-fpp", "1.5"},
+        std::vector<const char*>{"--snapshot-retention-ms", "0"}}) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::vector<char*> argv{const_cast<char*>(TALLYD_PATH),
+                              const_cast<char*>("--port"), const_cast<char*>("0")};
+      for (auto* a : bad)
+        argv.push_back(const_cast<char*>(a));
+      argv.push_back(nullptr);
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 2);
+      ::dup2(null, 1);
+      ::execv(TALLYD_PATH, argv.data());
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    BOOST_TEST(WIFEXITED(status));
+    BOOST_TEST(WEXITSTATUS(status) == 2, bad[0]);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -374,4 +374,286 @@ BOOST_AUTO_TEST_CASE(sequential_updates_with_distinct_ids_sum_exactly) {
   }
 }
 
+// ---- Checkpoints and the FBF timer ---------------------------------------
+//
+// A small FBF (t = 200 ms, N = 2, R = 500 ms, adaptive: t in [100, 400] ms,
+// N in [2, 6]) so that its longest id lifetime, (6+2) * 500 ms = 4 s, plus
+// the 1 s margin (keep = 5 s) is quick to pass on the test clock; snapshot
+// retention 100 ms.
+
+namespace {
+
+partition_options checkpointed(partition_options o) {
+  using namespace std::chrono;
+  o.fbf = tallyd_fbf_config(milliseconds{200}, 2, milliseconds{500}, 1e-3);
+  o.snapshot_retention_us = 100'000;
+  return o;
+}
+
+// Both clocks move together, as the steady and the system clock do.
+void pass(fixture& f, std::uint64_t ms) {
+  f.now += ms * 1000;
+  f.fbf_ms += static_cast<std::int64_t>(ms);
+}
+
+std::uint64_t span(const partition_core& c) {
+  return c.log().next_lsn() - c.log().truncation_lsn();
+}
+
+journal_stats stats_of(partition_core& c) {
+  auto st = c.storage_stats();
+  BOOST_REQUIRE(st);
+  return *st;
+}
+
+partition_checkpoint checkpoint_ok(partition_core& c) {
+  auto cp = c.checkpoint();
+  BOOST_REQUIRE_MESSAGE(cp, (cp ? "" : cp.err().to_string()));
+  return *cp;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(op_id_keep_covers_the_largest_window_adaptation_allows) {
+  auto c = open_with(checkpointed(options()));
+  // (N_max + 2) * max(t_max, R) = 8 * 500 ms, plus the 1 s margin.
+  BOOST_TEST(c->op_id_keep_us() == 5'000'000u);
+  auto cfg = tallyd_fbf_config();
+  BOOST_TEST(cfg.adaptive);
+  // The largest window the filter can reach, (N_max + 1) * t_max, is inside.
+  auto widest = cfg.max_refresh_period
+                * static_cast<fbf_duration::rep>(cfg.max_past_filters + 1);
+  BOOST_TEST(fbf_max_id_lifetime(cfg).count() >= widest.count());
+}
+
+// (a) Under a steady load the journal, its index and `opids` stay bounded
+// with checkpoints (about keep + retention + one interval of commits) and
+// grow without them.
+BOOST_AUTO_TEST_CASE(journal_and_opids_stay_bounded_under_steady_load_with_checkpoints) {
+  std::uint64_t spans[2][2] = {};     // [with checkpoints][at 30 s, at 60 s]
+  std::uint64_t op_entries[2][2] = {};
+  for (int with = 0; with < 2; ++with) {
+    fixture f;
+    auto c = f.open_with(checkpointed(f.options(durability::none)));
+    std::uint64_t seq = 0, t = 0;
+    std::int64_t sum = 0;
+    for (int step = 1; step <= 600; ++step) { // 60 s in 100 ms steps
+      for (int i = 0; i < 5; ++i, ++seq) {     // 50 transactions/s
+        const std::string k = "k" + std::to_string(seq % 50);
+        t = commit1(*c, {1, seq + 1},
+                    {tx_update{object_key{"b", k}, crdt_type::counter,
+                               counter_effect{1}, op_id{5, seq + 1}}});
+        ++sum;
+      }
+      pass(f, 100);
+      c->advance_filters();
+      if (with && step % 10 == 0) // one checkpoint per second
+        checkpoint_ok(*c);
+      if (step == 300 || step == 600) {
+        spans[with][step / 300 - 1] = span(*c);
+        op_entries[with][step / 300 - 1] = stats_of(*c).opids.entries;
+      }
+    }
+    std::int64_t read = 0;
+    for (int k = 0; k < 50; ++k) {
+      auto v = c->read(object_key{"b", "k" + std::to_string(k)},
+                       crdt_type::counter, vector_clock{{local_dc, t}}, {});
+      BOOST_REQUIRE(v);
+      read += std::get<std::int64_t>(*v);
+    }
+    BOOST_TEST(read == sum);
+  }
+  BOOST_TEST_MESSAGE("log span at 30 s / 60 s: without checkpoints "
+                     << spans[0][0] << " / " << spans[0][1] << ", with "
+                     << spans[1][0] << " / " << spans[1][1]);
+  // Without: every record stays (2 per transaction).
+  BOOST_TEST(spans[0][1] == 6000u);
+  BOOST_TEST(spans[0][1] >= 2 * spans[0][0] - 10);
+  BOOST_TEST(op_entries[0][1] == 3000u);
+  // With: about (keep 5 s + 1 s) * 50 tx/s * 2 records, and flat.
+  BOOST_TEST(spans[1][1] <= 700u);
+  BOOST_TEST(spans[1][1] <= spans[1][0] + 20);
+  BOOST_TEST(op_entries[1][1] <= 350u);
+}
+
+// (b) Reads after checkpoints and after a reopen (cold cache, recovery)
+// equal the exact sums: keys folded entirely, keys half folded, keys never
+// folded; the wrong type is refused for each.
+BOOST_AUTO_TEST_CASE(values_after_checkpoint_and_reopen_are_exact_also_for_folded_keys) {
+  std::uint64_t t = 0;
+  {
+    auto c = open_with(checkpointed(options()));
+    commit1(*c, {1, 1}, {inc("old", 3, op_id{1, 1}), inc("half", 10)});
+    commit1(*c, {1, 2}, {inc("old", -1)});
+    BOOST_TEST(value_at(*c, "old", c->safe_time()) == 2); // cached now
+    pass(*this, 10'000); // beyond retention and the op-id keep
+    auto cp = checkpoint_ok(*c);
+    BOOST_TEST(cp.ran);
+    BOOST_TEST(cp.report.transactions_folded == 2u);
+    BOOST_TEST(span(*c) == 0u); // everything folded and dropped
+    commit1(*c, {1, 3}, {inc("half", 5), inc("new", 7)});
+    pass(*this, 10'000);
+    t = commit1(*c, {1, 4}, {inc("half", 1)});
+    checkpoint_ok(*c); // folds {1,3}; {1,4} is younger than the retention
+    BOOST_TEST(value_at(*c, "old", t) == 2);  // cached, rebased on C
+    BOOST_TEST(value_at(*c, "half", t) == 16); // checkpoint + journal
+    BOOST_TEST(value_at(*c, "new", t) == 7);
+  }
+  auto c = open_with(checkpointed(options()));
+  BOOST_TEST(value_at(*c, "old", t) == 2); // only in the checkpoint store
+  BOOST_TEST(value_at(*c, "half", t) == 16);
+  BOOST_TEST(value_at(*c, "new", t) == 7);
+  BOOST_TEST(value_at(*c, "never", t) == 0);
+  for (const char* k : {"old", "half", "new"}) {
+    c = open_with(checkpointed(options())); // cold cache for each
+    auto v = c->read(key(k), crdt_type::fatcounter, vector_clock{{local_dc, t}}, {});
+    BOOST_REQUIRE(!v);
+    BOOST_TEST(v.err().code() == errc::wrong_type);
+    BOOST_TEST(v.err().message().find("holds a counter") != std::string::npos);
+  }
+}
+
+// (c) Ids committed within the FBF window keep their `opids` entry and log
+// records through checkpoints and a reopen, so a retry is still dismissed;
+// ids older than the window lose them (opids is bounded).
+BOOST_AUTO_TEST_CASE(op_ids_inside_the_window_survive_checkpoint_and_reopen_older_ones_go) {
+  auto o = checkpointed(options());
+  {
+    auto c = open_with(o);
+    for (std::uint64_t i = 1; i <= 10; ++i) // batch A
+      commit1(*c, {1, i}, {inc("a", 1, op_id{1, i})});
+    pass(*this, 6'000); // A is older than keep (5 s)
+    c->advance_filters();
+    std::uint64_t last_b = 0;
+    for (std::uint64_t i = 1; i <= 10; ++i) // batch B
+      last_b = commit1(*c, {2, i}, {inc("b", 1, op_id{2, i})});
+    pass(*this, 1'000);
+    auto cp = checkpoint_ok(*c);
+    BOOST_TEST(cp.report.op_ids_dropped == 10u); // A's
+    BOOST_TEST(cp.report.limited_by == truncation_limit::fbf_window);
+    BOOST_TEST(stats_of(*c).opids.entries == 10u); // B's
+    // B is folded (older than the retention) but its records stay.
+    BOOST_TEST(c->checkpoint_time() > last_b);
+    BOOST_TEST(span(*c) == 20u);
+  }
+  pass(*this, 3'500); // B is 4.5 s old at the reopen
+  auto c = open_with(o);
+  BOOST_TEST(value_at(*c, "b", now - 200'000) == 10);
+  BOOST_TEST(value_at(*c, "a", now - 200'000) == 10);
+  pass(*this, 1'000); // B is 5.5 s old: older than keep, but re-inserted
+  c->advance_filters(); // into the FBF at the reopen: kept until that ends
+  checkpoint_ok(*c);
+  BOOST_TEST(stats_of(*c).opids.entries == 10u);
+  for (std::uint64_t i = 1; i <= 10; ++i) {
+    auto p = c->stage_prepare({3, i}, {inc("b", 1, op_id{2, i})}, 0, false);
+    BOOST_REQUIRE(p);
+    BOOST_TEST(p->dismissed == 1u); // a retry: dismissed, not applied
+    BOOST_REQUIRE(c->stage_abort({3, i}));
+  }
+  BOOST_REQUIRE(c->flush());
+  // Once the re-inserted ids' window has passed too, their entries go.
+  pass(*this, 5'000);
+  c->advance_filters();
+  checkpoint_ok(*c);
+  BOOST_TEST(stats_of(*c).opids.entries == 0u);
+  BOOST_TEST(span(*c) <= 20u); // the 10 aborted updates + aborts at most
+  BOOST_TEST(value_at(*c, "b", c->safe_time()) == 10);
+}
+
+// (d) A snapshot below the checkpoint time gets a clear error, for cached,
+// uncached and never-written keys, also after a reopen.
+BOOST_AUTO_TEST_CASE(read_below_the_checkpoint_time_is_snapshot_too_old) {
+  auto o = checkpointed(options());
+  std::uint64_t t = 0, cp_time = 0;
+  {
+    auto c = open_with(o);
+    t = commit1(*c, {1, 1}, {inc("x", 4)});
+    BOOST_TEST(value_at(*c, "x", t) == 4);
+    pass(*this, 1'000);
+    checkpoint_ok(*c);
+    cp_time = c->checkpoint_time();
+    BOOST_REQUIRE(cp_time > t);
+    BOOST_TEST(cp_time == c->safe_time() - 100'000);
+    for (const char* k : {"x", "never"}) {
+      auto v = c->read(key(k), crdt_type::counter, vector_clock{{local_dc, cp_time - 1}}, {});
+      BOOST_REQUIRE(!v);
+      BOOST_TEST(v.err().code() == errc::unavailable);
+      BOOST_TEST(v.err().message().find("snapshot too old") != std::string::npos);
+    }
+    BOOST_TEST(value_at(*c, "x", cp_time) == 4);
+  }
+  auto c = open_with(o);
+  BOOST_TEST(c->checkpoint_time() == cp_time);
+  auto v = c->read(key("x"), crdt_type::counter, vector_clock{{local_dc, t}}, {});
+  BOOST_REQUIRE(!v);
+  BOOST_TEST(v.err().message().find("snapshot too old") != std::string::npos);
+  BOOST_TEST(value_at(*c, "x", cp_time) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_never_passes_a_prepared_transaction) {
+  auto c = open_with(checkpointed(options()));
+  auto p = c->stage_prepare({1, 1}, {inc("x", 6, op_id{4, 4})}, 0, true);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->flush());
+  pass(*this, 10'000);
+  checkpoint_ok(*c);
+  BOOST_TEST(c->checkpoint_time() < p->prepare_time);
+  BOOST_TEST(span(*c) == 2u); // its update and prepare stay
+  BOOST_REQUIRE(c->stage_commit({1, 1}, p->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(value_at(*c, "x", c->safe_time()) == 6);
+}
+
+BOOST_AUTO_TEST_CASE(idle_partition_writes_no_checkpoint) {
+  auto c = open_with(checkpointed(options()));
+  pass(*this, 1'000);
+  BOOST_TEST(!checkpoint_ok(*c).ran); // empty log: nothing to do
+  BOOST_TEST(c->checkpoint_time() == 0u);
+}
+
+// (e) The FBF moves on advance_filters() alone (the actor's timer), and
+// adaptation (Algorithm 3) scales an overloaded filter up without a request.
+BOOST_AUTO_TEST_CASE(advance_filters_refreshes_and_adapts_without_requests) {
+  auto o = checkpointed(options());
+  o.fbf.bits_per_filter = 2048; // small: 400 ids push its FPP over 1e-3
+  auto c = open_with(o);
+  for (std::uint64_t i = 1; i <= 400; ++i)
+    commit1(*c, {1, i}, {inc("x", 1, op_id{6, i})});
+  const auto* f = c->fbf("b");
+  BOOST_REQUIRE(f);
+  const auto clock0 = f->clock();
+  const auto refreshes0 = f->refresh_count();
+  const auto filters0 = f->filter_count();
+  const double fpp0 = f->current_fpp();
+  BOOST_TEST(fpp0 > 1e-3);
+  fbf_ms += 350;
+  BOOST_TEST(c->advance_filters() == 1u);
+  BOOST_TEST((f->clock() - clock0).count() == 350);
+  BOOST_TEST(f->refresh_count() > refreshes0);
+  BOOST_TEST(f->filter_count() > filters0); // scaled up
+  BOOST_TEST(f->past_filter_count() <= 6u); // within [N, 3N]
+  BOOST_TEST(f->window().count() >= 500);   // never below R
+}
+
+BOOST_AUTO_TEST_CASE(tallyd_fbf_settings_are_validated) {
+  using namespace std::chrono;
+  // (N+1)*t below the retry timeout is refused.
+  auto bad = forgetful_bloom_filter::make(
+    tallyd_fbf_config(milliseconds{1000}, 1, milliseconds{5000}, 1e-3));
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(bad.err().code() == errc::bad_config);
+  BOOST_TEST(bad.err().message().find("retry timeout") != std::string::npos);
+  // A target FPP outside (0, 1) is refused when adaptive.
+  auto bad_fpp = forgetful_bloom_filter::make(
+    tallyd_fbf_config(milliseconds{2000}, 2, milliseconds{5000}, 1.5));
+  BOOST_REQUIRE(!bad_fpp);
+  BOOST_TEST(bad_fpp.err().message().find("target_fpp") != std::string::npos);
+  BOOST_TEST(forgetful_bloom_filter::make(tallyd_fbf_config()).has_value());
+  // Adaptation bounds stay safe: t_min * (N_min + 1) may be below R, which
+  // the FBF clamps (docs/FBF.md, "Scale-up"); the configured window is not.
+  auto off = tallyd_fbf_config(milliseconds{2000}, 2, milliseconds{5000}, 0.0);
+  BOOST_TEST(!off.adaptive);
+  BOOST_TEST(fbf_max_id_lifetime(off).count() == 4 * 5000);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -362,4 +362,58 @@ BOOST_AUTO_TEST_CASE(adaptation_keeps_n_and_t_within_their_bounds) {
   }
 }
 
+// fbf_max_id_lifetime() bounds how long any id stays a member, through
+// scale-ups, scale-downs, early and postponed refreshes: a partition keeps
+// each id's exact record that long (docs/NODE.md, "Checkpoints"). Tracked
+// ids are probed every 10 ms under a load that rises and falls; with 2^20
+// bits the FBF has no false positive at these loads (model below 1e-9), so
+// a hit is the id, and a tiny target makes the heavy phases scale up and
+// the light ones scale down.
+BOOST_AUTO_TEST_CASE(no_id_outlives_fbf_max_id_lifetime_under_adaptation) {
+  tally::test::seeded_rng rng;
+  for (auto cfg : {adaptive(2, 200ms, 500ms, 1e-22, 1u << 20, 7),
+                   adaptive(1, 1000ms, 1500ms, 1e-22, 1u << 20, 5)}) {
+    cfg.min_refresh_period = cfg.refresh_period / 2;
+    cfg.refresh_step = cfg.refresh_period / 2;
+    cfg.max_refresh_period = cfg.refresh_period * 2;
+    cfg.adapt_interval = 100ms;
+    cfg.min_past_filters = cfg.past_filters;
+    cfg.max_past_filters = cfg.past_filters * 3;
+    auto f = make_fbf(cfg);
+    const auto bound = fbf_max_id_lifetime(cfg);
+    struct tracked { std::uint64_t id; std::int64_t at; };
+    std::vector<tracked> ids;
+    std::int64_t longest = 0;
+    std::uint64_t salt_i = 0;
+    std::size_t fewest = f.filter_count(), most = f.filter_count();
+    double worst_fpp = 0.0;
+    for (std::int64_t ms = 10; ms <= 60'000; ms += 10) {
+      advance_ok(f, at_ms(ms));
+      fewest = std::min(fewest, f.filter_count());
+      most = std::max(most, f.filter_count());
+      worst_fpp = std::max(worst_fpp, f.current_fpp());
+      // Load phases of 5 s: heavy (scale-ups), light (scale-downs).
+      const bool heavy = (ms / 5000) % 2 == 0;
+      const int n = heavy ? static_cast<int>(rng.gen() % 40) : static_cast<int>(rng.gen() % 2);
+      for (int i = 0; i < n; ++i)
+        (void)f.insert(element(7, salt_i++));
+      if (ms % 250 == 0) {
+        const std::uint64_t id = element(99, static_cast<std::uint64_t>(ms));
+        if (f.insert(id) == insert_outcome::inserted)
+          ids.push_back({id, ms});
+      }
+      for (auto& t : ids)
+        if (t.at >= 0 && f.contains(t.id))
+          longest = std::max(longest, ms - t.at);
+    }
+    BOOST_TEST_MESSAGE("longest membership " << longest << " ms, bound "
+                       << bound.count() << " ms; filters " << fewest << ".."
+                       << most << ", highest modelled FPP " << worst_fpp);
+    BOOST_TEST(most > cfg.past_filters + 2); // it scaled up
+    BOOST_TEST(worst_fpp < 1e-8); // < 0.02 expected false hits in all
+    BOOST_TEST(longest >= cfg.retry_timeout.count()); // ids live at least R
+    BOOST_TEST(longest <= bound.count());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
