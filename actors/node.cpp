@@ -122,6 +122,23 @@ expected<std::uint16_t> free_port(const std::string& bind) {
   return ntohs(a.sin_port);
 }
 
+// True when `port` on `bind` is free to listen on now.
+bool can_listen(const std::string& bind, std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1)
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
 std::string node_id_path(const std::filesystem::path& root) {
   return (root / "cluster" / "node").string();
 }
@@ -146,8 +163,11 @@ expected<std::string> find_node_id(const std::filesystem::path& root,
   std::uint16_t port = 0;
   if (cfg.cluster_port && *cfg.cluster_port != 0)
     port = *cfg.cluster_port;
-  else if (!cfg.cluster_port && cfg.port != 0 && cfg.port <= 65535 - 1000)
+  else if (!cfg.cluster_port && cfg.port != 0 && cfg.port <= 65535 - 1000
+           && can_listen(cfg.bind, static_cast<std::uint16_t>(cfg.port + 1000)))
     port = static_cast<std::uint16_t>(cfg.port + 1000);
+  // Not asked for and client port + 1000 taken: any free port (the id keeps
+  // it for every later start).
   if (port == 0) {
     auto free = free_port(cfg.bind);
     if (!free)

@@ -32,7 +32,8 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --port N                client port (default 8087; 0 picks a free one)
   --bind ADDR             client address (default 127.0.0.1)
   --cluster-port N        node-to-node port (default: the one this data dir
-                          used before, else client port + 1000, else any)
+                          used before, else client port + 1000 if free,
+                          else any free port)
   --join HOST:PORT        join a running cluster through any member's
                           cluster port (first start of an empty data dir)
   --partitions Q          ring size, a power of two (default 64); every
