@@ -1,0 +1,163 @@
+// The node-to-node message encoding (actors/wire.hpp) and the handoff files
+// (actors/handoff.hpp): plain functions, tested directly.
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "actors/handoff.hpp"
+#include "actors/wire.hpp"
+
+using namespace tally;
+
+namespace {
+
+struct temp_root {
+  std::string path;
+  temp_root() {
+    std::random_device rd;
+    path = (std::filesystem::temp_directory_path()
+            / ("tally-handoff-" + std::to_string(rd())))
+             .string();
+    std::filesystem::create_directories(path + "/partitions");
+  }
+  ~temp_root() { std::filesystem::remove_all(path); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(wire_tests)
+
+BOOST_AUTO_TEST_CASE(partition_messages_round_trip) {
+  part_prepare_req p;
+  p.tx = tx_id{7, 9};
+  p.snapshot_time = 123456;
+  p.two_phase = true;
+  p.updates.push_back(tx_update{object_key{"b", "k"}, crdt_type::fatcounter,
+                                counter_effect{-5}, op_id{3, 4}});
+  p.updates.push_back(tx_update{object_key{"b", "j"}, crdt_type::counter,
+                                counter_effect{2}, std::nullopt});
+  auto back = decode_wire<part_prepare_req>(encode_wire(p));
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->tx == p.tx);
+  BOOST_TEST(back->snapshot_time == p.snapshot_time);
+  BOOST_TEST(back->two_phase);
+  BOOST_REQUIRE(back->updates.size() == 2u);
+  BOOST_TEST(back->updates[0].key == p.updates[0].key);
+  BOOST_TEST((back->updates[0].type == crdt_type::fatcounter));
+  BOOST_TEST((back->updates[0].effect == p.updates[0].effect));
+  BOOST_TEST((back->updates[0].op == p.updates[0].op));
+  BOOST_TEST(!back->updates[1].op);
+
+  part_read_req r;
+  r.snapshot = vector_clock{{1, 99}};
+  r.items.push_back(read_item{object_key{"b", "k"}, crdt_type::counter, {counter_effect{1}}});
+  auto rb = decode_wire<part_read_req>(encode_wire(r));
+  BOOST_REQUIRE(rb);
+  BOOST_TEST((rb->snapshot == r.snapshot));
+  BOOST_TEST(rb->items.size() == 1u);
+
+  part_read_resp resp{make_error(errc::wrong_type, "no"), {}};
+  auto respb = decode_wire<part_read_resp>(encode_wire(resp));
+  BOOST_REQUIRE(respb);
+  BOOST_REQUIRE(respb->err);
+  BOOST_TEST((respb->err->code() == errc::wrong_type));
+}
+
+BOOST_AUTO_TEST_CASE(bad_bytes_are_corrupt_not_a_crash) {
+  auto good = encode_wire(part_commit_req{tx_id{1, 2}, 42});
+  auto other_version = good;
+  other_version[0] = static_cast<char>(wire_version + 1);
+  auto v = decode_wire<part_commit_req>(other_version);
+  BOOST_REQUIRE(!v);
+  BOOST_TEST((v.err().code() == errc::corrupt));
+  BOOST_TEST(v.err().message().find("version") != std::string::npos);
+  BOOST_TEST(!decode_wire<part_commit_req>(""));
+  BOOST_TEST(!decode_wire<part_commit_req>(good.substr(0, good.size() - 1)));
+  BOOST_TEST(!decode_wire<part_commit_req>(good + "x"));
+  // Every truncation of a prepare with an unknown CRDT type byte fails cleanly.
+  part_prepare_req p;
+  p.updates.push_back(tx_update{object_key{"b", "k"}, crdt_type::counter,
+                                counter_effect{1}, std::nullopt});
+  auto bytes = encode_wire(p);
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    BOOST_TEST(!decode_wire<part_prepare_req>(bytes.substr(0, n)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(handoff_files_tests)
+
+BOOST_AUTO_TEST_CASE(a_received_partition_appears_whole_under_its_name) {
+  temp_root root;
+  auto in = incoming_partition::begin(root.path, 5);
+  BOOST_REQUIRE(in);
+  std::string big(handoff_chunk_size + 10, 'x');
+  big[handoff_chunk_size] = 'y';
+  BOOST_REQUIRE(in->write("data.mdb", 0, big.substr(0, handoff_chunk_size)));
+  // Not visible before finish().
+  BOOST_TEST(!std::filesystem::exists(partition_dir(root.path, 5)));
+  BOOST_REQUIRE(in->write("data.mdb", handoff_chunk_size, big.substr(handoff_chunk_size)));
+  auto done = in->finish();
+  BOOST_REQUIRE(done);
+  BOOST_TEST(*done);
+  BOOST_TEST(slurp(partition_dir(root.path, 5) + "/data.mdb") == big);
+  auto files = partition_files(partition_dir(root.path, 5));
+  BOOST_REQUIRE(files);
+  BOOST_TEST(files->size() == 1u);
+  // Chunked reads give the same bytes back.
+  auto c0 = read_chunk(partition_dir(root.path, 5), "data.mdb", 0);
+  auto c1 = read_chunk(partition_dir(root.path, 5), "data.mdb", handoff_chunk_size);
+  auto c2 = read_chunk(partition_dir(root.path, 5), "data.mdb", big.size());
+  BOOST_REQUIRE(c0);
+  BOOST_REQUIRE(c1);
+  BOOST_REQUIRE(c2);
+  BOOST_TEST(*c0 + *c1 == big);
+  BOOST_TEST(c2->empty());
+  auto present = present_partitions(root.path, 8);
+  BOOST_REQUIRE(present);
+  BOOST_TEST(*present == std::vector<std::uint32_t>{5});
+}
+
+BOOST_AUTO_TEST_CASE(an_existing_partition_is_never_overwritten) {
+  temp_root root;
+  std::filesystem::create_directories(partition_dir(root.path, 2));
+  std::ofstream{partition_dir(root.path, 2) + "/data.mdb"} << "newer";
+  auto in = incoming_partition::begin(root.path, 2);
+  BOOST_REQUIRE(in);
+  BOOST_REQUIRE(in->write("data.mdb", 0, "older"));
+  auto done = in->finish();
+  BOOST_REQUIRE(done);
+  BOOST_TEST(!*done);
+  BOOST_TEST(slurp(partition_dir(root.path, 2) + "/data.mdb") == "newer");
+  BOOST_TEST(!std::filesystem::exists(partition_dir(root.path, 2) + ".incoming"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_file_names_and_leftovers) {
+  temp_root root;
+  auto in = incoming_partition::begin(root.path, 1);
+  BOOST_REQUIRE(in);
+  BOOST_TEST(!in->write("../escape", 0, "x"));
+  BOOST_TEST(!in->write("", 0, "x"));
+  // An interrupted reception and an interrupted removal are leftovers.
+  std::filesystem::create_directories(partition_dir(root.path, 3) + ".old");
+  auto removed = remove_handoff_leftovers(root.path);
+  BOOST_REQUIRE(removed);
+  BOOST_TEST(*removed == 2u);
+  BOOST_TEST(!std::filesystem::exists(partition_dir(root.path, 1) + ".incoming"));
+  // A removed partition goes whole.
+  std::filesystem::create_directories(partition_dir(root.path, 4));
+  BOOST_REQUIRE(remove_partition_dir(root.path, 4));
+  BOOST_TEST(!std::filesystem::exists(partition_dir(root.path, 4)));
+  auto none = partition_files(partition_dir(root.path, 6));
+  BOOST_TEST(!none);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
