@@ -336,24 +336,31 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
     send_gossip(self, pe.membership);
 }
 
+// Connects through a short-lived scheduled actor that knows the membership
+// only by its (weak) address and reports (m_conn, id, actor-or-null). A
+// connect still pending in the middleman when the node stops then pins
+// only that helper, never the membership's thread (a detached actor the
+// actor_system's destructor would wait for forever).
 void connect(mem_self self, const node_id& id) {
   auto addr = node_address(id);
   if (!addr)
     return;
-  auto& pe = self->state.peers[id];
-  pe.connecting = true;
+  self->state.peers[id].connecting = true;
   auto mm = self->system().middleman().actor_handle();
-  self->request(mm, connect_timeout, caf::connect_atom::value, addr->first, addr->second)
-    .then(
-      [self, id](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
-        auto& pe = self->state.peers[id];
-        pe.connecting = false;
-        if (!ptr)
-          return;
-        auto h = caf::actor_cast<caf::actor>(ptr);
-        send_gossip(self, h);
-      },
-      [self, id](caf::error&) { self->state.peers[id].connecting = false; });
+  auto back = self->address();
+  self->system().spawn([mm, back, id, host = addr->first,
+                        port = addr->second](caf::event_based_actor* h) {
+    h->request(mm, connect_timeout, caf::connect_atom::value, host, port)
+      .then(
+        [h, back, id](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+          if (auto m = caf::actor_cast<caf::actor>(back))
+            h->send(m, connected_atom::value, id, caf::actor_cast<caf::actor>(ptr));
+        },
+        [h, back, id](caf::error&) {
+          if (auto m = caf::actor_cast<caf::actor>(back))
+            h->send(m, connected_atom::value, id, caf::actor{});
+        });
+  });
 }
 
 // ---- handoff, sender side ---------------------------------------------------
@@ -755,6 +762,11 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       expire_forwarders(self);
       gossip_all(self);
       self->delayed_send(self, gossip_period, tick_atom::value);
+    },
+    [self](connected_atom, node_id& id, caf::actor& h) {
+      self->state.peers[id].connecting = false;
+      if (h)
+        send_gossip(self, h);
     },
     [self](status_atom) -> std::string { return status_text(self); },
     [self](leave_atom, node_id& who) -> std::tuple<bool, std::string> {
