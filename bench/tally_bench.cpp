@@ -147,17 +147,26 @@ namespace ld = tally::load;
 
 void run_help(std::FILE* out) {
   std::fprintf(out,
-               "usage: tally-bench run --target URL [workload options]\n"
+               "usage: tally-bench run --target URL[,HOST:PORT...] [workload "
+               "options]\n"
                "\n"
-               "Generates load against one node and prints throughput and "
-               "latency per\n"
-               "operation type, errors, and the exactly-once check (every key "
-               "read back).\n"
+               "Generates load against one node, or the nodes of one cluster, "
+               "and prints\n"
+               "throughput and latency per operation type, errors, and the "
+               "exactly-once\n"
+               "check (every key read back).\n"
                "See docs/BENCH.md.\n"
                "\n"
                "  --target URL        antidote://127.0.0.1:8087 (tallyd or "
                "AntidoteDB) or\n"
                "                      redis://127.0.0.1:6379; loopback only\n"
+               "  --target URL,HOST:PORT,...\n"
+               "                      several nodes of one Tally cluster\n"
+               "                      (antidote://127.0.0.1:8087,127.0.0.1:8088"
+               ",127.0.0.1:8089):\n"
+               "                      connection i uses node i mod n; the "
+               "exactly-once\n"
+               "                      read-back goes through the first node\n"
                "%s",
                ld::workload_help());
 }
@@ -169,7 +178,9 @@ void compare_help(std::FILE* out) {
                "\n"
                "Runs the same workload against A and B alternately (A B A B "
                "...), then\n"
-               "prints each figure's median per target and the ratio A/B. "
+               "prints each figure's median per target and the ratio A/B. A or "
+               "B may be a\n"
+               "cluster's node list (URL,HOST:PORT,..., as run --target). "
                "--csv and --svg\n"
                "name files per run (FILE becomes FILE.<A|B><round>.csv).\n"
                "\n"
@@ -239,12 +250,17 @@ int run_load(const args& a) {
   if (target_text.empty())
     return usage_error("which target? (--target antidote://127.0.0.1:8087)",
                        run_help);
-  ld::target t;
-  if (auto e = ld::parse_target(target_text, t); !e.empty())
+  std::vector<ld::target> nodes;
+  if (auto e = ld::parse_targets(target_text, nodes); !e.empty())
     return usage_error(e, run_help);
   tally::bench::warn_if_unoptimized();
-  const ld::workload wt = for_target(w, t);
-  ld::result r = ld::run(t, wt);
+  if (w.connections < nodes.size())
+    std::fprintf(stderr,
+                 "tally-bench: warning: %u connection(s) use only the first %u "
+                 "of the %zu targets\n",
+                 w.connections, w.connections, nodes.size());
+  const ld::workload wt = for_target(w, nodes.front());
+  ld::result r = ld::run(nodes, wt);
   ld::print_table(stdout, r);
   bool ok = write_outputs(wt, r, "");
   if (r.failed) {
@@ -286,11 +302,14 @@ int run_compare(const args& a) {
     return usage_error(e, compare_help);
   if (positional.size() != 2)
     return usage_error("compare takes two targets, A and B", compare_help);
-  ld::target ta, tb;
-  if (auto e = ld::parse_target(positional[0], ta); !e.empty())
+  std::vector<ld::target> na, nb;
+  if (auto e = ld::parse_targets(positional[0], na); !e.empty())
     return usage_error(e, compare_help);
-  if (auto e = ld::parse_target(positional[1], tb); !e.empty())
+  if (auto e = ld::parse_targets(positional[1], nb); !e.empty())
     return usage_error(e, compare_help);
+  ld::target ta = na.front(), tb = nb.front(); // named in the summary
+  ta.text = ld::targets_text(na);
+  tb.text = ld::targets_text(nb);
   tally::bench::warn_if_unoptimized();
   std::vector<ld::result> ra, rb;
   bool ok = true;
@@ -301,7 +320,7 @@ int run_compare(const args& a) {
                   side ? "B" : "A", t.text.c_str());
       std::fflush(stdout);
       const ld::workload wt = for_target(w, t);
-      ld::result r = ld::run(t, wt);
+      ld::result r = ld::run(side ? nb : na, wt);
       ld::print_table(stdout, r);
       ok = write_outputs(wt, r,
                          std::string(side ? "B" : "A") + std::to_string(round))
@@ -322,7 +341,7 @@ const std::vector<subcommand>& subcommands() {
   static const std::vector<subcommand> all = {
       {"experiment", "reproduce the FBF and Bloom clock papers' figures and tables",
        run_experiment, experiment_help},
-      {"run", "generate load against one node (Tally, AntidoteDB or Redis)",
+      {"run", "generate load against one node (Tally, AntidoteDB or Redis) or a cluster",
        run_load, run_help},
       {"compare", "the same load against two nodes, alternately; medians and ratios",
        run_compare, compare_help},

@@ -353,8 +353,18 @@ double result::relative_error() const {
 }
 
 result run(const target& t, const workload& w) {
+  return run(std::vector<target>{t}, w);
+}
+
+result run(const std::vector<target>& nodes, const workload& w) {
   result res;
-  res.target = t.text;
+  if (nodes.empty()) {
+    res.failed = true;
+    res.failure = "no target";
+    return res;
+  }
+  const target& t = nodes.front(); // the read-back's node
+  res.target = targets_text(nodes);
   res.workload = describe(w);
   const bool verify = w.verify && w.keys <= verify_key_limit;
   std::vector<std::int64_t> before;
@@ -376,7 +386,8 @@ result run(const target& t, const workload& w) {
     std::uint64_t quota = 0;
     if (w.ops)
       quota = *w.ops / n + (i < *w.ops % n ? 1 : 0);
-    workers.push_back(std::make_unique<worker>(t, w, i, s, quota));
+    workers.push_back(
+      std::make_unique<worker>(nodes[i % nodes.size()], w, i, s, quota));
   }
   std::vector<std::thread> threads;
   for (auto& wk : workers)

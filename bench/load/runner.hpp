@@ -54,6 +54,11 @@ struct result {
 /// Runs `w` against `t`. `progress`: live line on stderr (when a terminal).
 result run(const target& t, const workload& w);
 
+/// Runs `w` against the nodes of one cluster: connection i talks to node
+/// i mod n; the exactly-once read-back (before and after) goes through the
+/// first node. One node: the same as run(t, w).
+result run(const std::vector<target>& nodes, const workload& w);
+
 void print_table(std::FILE* out, const result& r);
 
 /// Per-second CSV: second,<type>_ops,<type>_p50_ms,<type>_p99_ms...,errors.

@@ -101,6 +101,62 @@ std::string parse_target(std::string_view text, target& out) {
   return {};
 }
 
+std::string parse_targets(std::string_view text, std::vector<target>& out) {
+  std::vector<std::string_view> entries;
+  for (std::size_t from = 0;;) {
+    const auto comma = text.find(',', from);
+    entries.push_back(text.substr(from, comma == std::string_view::npos
+                                          ? std::string_view::npos
+                                          : comma - from));
+    if (comma == std::string_view::npos)
+      break;
+    from = comma + 1;
+  }
+  if (entries.size() == 1) {
+    target t;
+    if (auto e = parse_target(text, t); !e.empty())
+      return e;
+    out.assign(1, t);
+    return {};
+  }
+  const std::string list = "target list " + quoted(text);
+  std::vector<target> nodes;
+  std::string scheme;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = list + ", entry " + std::to_string(i + 1) + " of "
+                              + std::to_string(entries.size());
+    std::string_view entry = entries[i];
+    if (entry.empty())
+      return where + " is empty (HOST:PORT between the commas)";
+    const bool has_scheme = entry.find("://") != std::string_view::npos;
+    std::string url = has_scheme || i == 0 ? std::string(entry)
+                                           : scheme + std::string(entry);
+    target t;
+    if (auto e = parse_target(url, t); !e.empty())
+      return where + ": " + e;
+    if (t.protocol != target::kind::antidote)
+      return where + ": several targets must be nodes of one Tally cluster "
+                     "(antidote://); redis:// takes a single target";
+    if (i == 0)
+      scheme = "antidote://";
+    t.text = "antidote://" + t.host + ":" + std::to_string(t.port);
+    for (const auto& n : nodes)
+      if (n.port == t.port)
+        return where + ": " + t.host + ":" + std::to_string(t.port)
+               + " is listed twice";
+    nodes.push_back(std::move(t));
+  }
+  out = std::move(nodes);
+  return {};
+}
+
+std::string targets_text(const std::vector<target>& nodes) {
+  std::string s;
+  for (const auto& t : nodes)
+    s += (s.empty() ? "" : ",") + t.text;
+  return s;
+}
+
 const char* workload_help() {
   return "workload options:\n"
          "  --duration S        measured seconds (default 10 unless --ops)\n"

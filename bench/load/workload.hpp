@@ -26,6 +26,18 @@ struct target {
 /// hosts (127.0.0.1, localhost) are accepted. Empty on success, else why not.
 std::string parse_target(std::string_view text, target& out);
 
+/// One target, or several nodes of one cluster as a comma-separated list:
+/// "antidote://127.0.0.1:8087,127.0.0.1:8088,127.0.0.1:8089". Entries after
+/// the first may leave out the scheme (they take the first's); a list needs
+/// antidote://, every entry loopback, no node twice. With one entry, `out`
+/// holds exactly what parse_target gives; with several, each entry's `text`
+/// is its full URL. Empty on success, else why not (naming the entry).
+std::string parse_targets(std::string_view text, std::vector<target>& out);
+
+/// The targets as one string for reports: the entry's text for one target,
+/// the URLs joined with ',' for several.
+std::string targets_text(const std::vector<target>& nodes);
+
 struct workload {
   std::optional<double> duration_s;  // --duration S (default 10 when no --ops)
   std::optional<std::uint64_t> ops;  // --ops N: total measured operations

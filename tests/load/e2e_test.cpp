@@ -21,6 +21,7 @@
 
 #include "bench/load/runner.hpp"
 #include "client/connection.hpp"
+#include "tests/cluster/cluster_support.hpp"
 #include "tests/support/tallyd_process.hpp"
 
 using namespace tally::load;
@@ -142,6 +143,41 @@ BOOST_AUTO_TEST_CASE(interactive_transactions_for_a_bounded_time) {
   BOOST_REQUIRE(r.verified);
   BOOST_TEST(r.expected_sum == static_cast<std::int64_t>(r.ops[2]) * 2 * 3);
   BOOST_TEST(r.actual_sum == r.expected_sum);
+}
+
+/// Connections spread over the three nodes of a real local cluster: every
+/// node routes keys to their owners, multi-key updates commit with 2PC
+/// across nodes; the read-back through node 0 must see every increment once.
+BOOST_AUTO_TEST_CASE(load_spread_over_a_three_node_cluster_is_exactly_once) {
+  tally::test::local_cluster c;
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE_MESSAGE(c.add(), "node " << i << " did not start");
+  BOOST_REQUIRE_MESSAGE(c.wait_serving({0, 1, 2}), "the cluster does not serve");
+  std::string list = "antidote://127.0.0.1:" + std::to_string(c.nodes[0]->port);
+  for (int i = 1; i < 3; ++i)
+    list += ",127.0.0.1:" + std::to_string(c.nodes[i]->port);
+  std::vector<target> nodes;
+  BOOST_REQUIRE(parse_targets(list, nodes) == "");
+  BOOST_REQUIRE(nodes.size() == 3u);
+
+  workload w = small(600);
+  w.connections = 6; // two per node
+  w.read_weight = 50;
+  w.write_weight = 50;
+  w.mode = mode_kind::static_multi;
+  w.mode_reads = 2;
+  w.mode_writes = 3;
+  w.retry_rate = 0.2;
+  result r = run(nodes, w);
+  report(r);
+  BOOST_REQUIRE_MESSAGE(!r.failed, r.failure);
+  BOOST_TEST(r.target == targets_text(nodes));
+  BOOST_TEST(r.total_ops() == 600u);
+  BOOST_TEST(r.errors.empty());
+  BOOST_REQUIRE(r.verified);
+  BOOST_TEST(r.expected_sum == 300 * 3);
+  BOOST_TEST(r.actual_sum == r.expected_sum);
+  BOOST_TEST(r.keys_off == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -255,4 +255,80 @@ BOOST_AUTO_TEST_CASE(targets_are_loopback_urls) {
   BOOST_TEST(parse_target("antidote://127.0.0.1:99999", t).find("port") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(one_target_parses_as_before) {
+  std::vector<target> ts;
+  BOOST_TEST(parse_targets("antidote://localhost:8087", ts) == "");
+  BOOST_REQUIRE(ts.size() == 1u);
+  BOOST_TEST(ts[0].host == "127.0.0.1");
+  BOOST_TEST(ts[0].port == 8087);
+  BOOST_TEST(ts[0].text == "antidote://localhost:8087"); // as given
+  BOOST_TEST(targets_text(ts) == "antidote://localhost:8087");
+  BOOST_TEST(parse_targets("redis://127.0.0.1:6379", ts) == "");
+  BOOST_TEST((ts.size() == 1u && ts[0].protocol == target::kind::redis));
+  BOOST_TEST(parse_targets("redis://10.0.0.1:6379", ts).find("loopback")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_target_list_names_the_nodes_of_a_cluster) {
+  std::vector<target> ts;
+  BOOST_TEST(parse_targets("antidote://127.0.0.1:8087,127.0.0.1:8088,"
+                           "localhost:8089",
+                           ts)
+             == "");
+  BOOST_REQUIRE(ts.size() == 3u);
+  for (const auto& t : ts) {
+    BOOST_TEST((t.protocol == target::kind::antidote));
+    BOOST_TEST(t.host == "127.0.0.1");
+  }
+  BOOST_TEST(ts[0].port == 8087);
+  BOOST_TEST(ts[1].port == 8088);
+  BOOST_TEST(ts[2].port == 8089);
+  BOOST_TEST(ts[2].text == "antidote://127.0.0.1:8089");
+  BOOST_TEST(targets_text(ts)
+             == "antidote://127.0.0.1:8087,antidote://127.0.0.1:8088,"
+                "antidote://127.0.0.1:8089");
+  // Later entries may repeat the scheme.
+  BOOST_TEST(parse_targets("antidote://127.0.0.1:1,antidote://127.0.0.1:2", ts) == "");
+  BOOST_TEST(ts.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(bad_list_entries_are_named) {
+  std::vector<target> ts{target{}};
+  auto has = [](const std::string& msg, const char* part) {
+    bool ok = msg.find(part) != std::string::npos;
+    if (!ok)
+      BOOST_TEST_MESSAGE("message: " << msg);
+    return ok;
+  };
+  std::string e = parse_targets("antidote://127.0.0.1:8087,,127.0.0.1:8089", ts);
+  BOOST_TEST(has(e, "entry 2 of 3 is empty"));
+  e = parse_targets("antidote://127.0.0.1:8087,", ts);
+  BOOST_TEST(has(e, "entry 2 of 2 is empty"));
+  e = parse_targets(",antidote://127.0.0.1:8087", ts);
+  BOOST_TEST(has(e, "entry 1 of 2 is empty"));
+  e = parse_targets("antidote://127.0.0.1:8087,10.0.0.2:8088", ts);
+  BOOST_TEST(has(e, "entry 2 of 2"));
+  BOOST_TEST(has(e, "loopback"));
+  e = parse_targets("antidote://127.0.0.1:8087,127.0.0.1:99999", ts);
+  BOOST_TEST(has(e, "entry 2 of 2"));
+  BOOST_TEST(has(e, "port must be 1-65535"));
+  e = parse_targets("antidote://127.0.0.1:8087,127.0.0.1:x", ts);
+  BOOST_TEST(has(e, "port must be 1-65535"));
+  e = parse_targets("127.0.0.1:8087,127.0.0.1:8088", ts); // no scheme at all
+  BOOST_TEST(has(e, "entry 1 of 2"));
+  BOOST_TEST(has(e, "is not antidote://HOST:PORT"));
+  e = parse_targets("antidote://127.0.0.1:8087,http://127.0.0.1:8088", ts);
+  BOOST_TEST(has(e, "entry 2 of 2"));
+  BOOST_TEST(has(e, "is not antidote://HOST:PORT"));
+  e = parse_targets("redis://127.0.0.1:6379,127.0.0.1:6380", ts);
+  BOOST_TEST(has(e, "redis:// takes a single target"));
+  e = parse_targets("antidote://127.0.0.1:8087,redis://127.0.0.1:6379", ts);
+  BOOST_TEST(has(e, "redis:// takes a single target"));
+  e = parse_targets("antidote://127.0.0.1:8087,localhost:8088,127.0.0.1:8087", ts);
+  BOOST_TEST(has(e, "entry 3 of 3"));
+  BOOST_TEST(has(e, "listed twice"));
+  // A refused list leaves `out` alone.
+  BOOST_TEST(ts.size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
