@@ -407,13 +407,32 @@ void node::stop() {
   // manager, then the partitions, which flush what is staged.
   for (auto i = actors_.rbegin(); i != actors_.rend(); ++i)
     caf::anon_send_exit(*i, caf::exit_reason::user_shutdown);
+  stopping_ = std::move(actors_);
   actors_.clear();
   if (spawned_) {
     std::lock_guard<std::mutex> guard{*spawned_mutex_};
     for (auto& a : *spawned_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    stopping_.insert(stopping_.end(), spawned_->begin(), spawned_->end());
     spawned_->clear();
   }
+}
+
+bool node::await_stopped(caf::actor_system& sys, std::chrono::milliseconds limit) {
+  std::size_t left = 0;
+  {
+    caf::scoped_actor me{sys};
+    for (auto& a : stopping_) {
+      me->monitor(a); // an actor already gone answers at once
+      ++left;
+    }
+    stopping_.clear();
+    bool timed_out = false;
+    while (left > 0 && !timed_out)
+      me->receive([&](caf::down_msg&) { --left; },
+                  caf::after(limit) >> [&] { timed_out = true; });
+  }
+  return left == 0;
 }
 
 node::~node() {

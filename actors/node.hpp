@@ -89,14 +89,22 @@ public:
   std::uint16_t cluster_port() const noexcept { return cluster_port_; }
   const std::string& id() const noexcept { return id_; }
 
-  /// Sends exit messages to the endpoint, the transaction manager and every
-  /// partition (which flush what is staged first). Idempotent.
+  /// Sends exit messages to the endpoint, the transaction manager, the
+  /// membership and every partition (which flush what is staged first).
+  /// Idempotent.
   void stop();
+
+  /// After stop(): waits until every actor it stopped has terminated (each
+  /// partition has flushed and closed its journal), at most `limit`. True
+  /// when all have. docs/NODE.md, "Shutdown", says why tallyd then exits
+  /// without the actor_system destructor.
+  bool await_stopped(caf::actor_system& sys, std::chrono::milliseconds limit);
 
 private:
   node() = default;
 
   std::vector<caf::actor> actors_; // endpoint, tx manager, membership, partitions
+  std::vector<caf::actor> stopping_; // what stop() sent exits to
   // Partition actors the membership spawned after startup (handoffs).
   std::shared_ptr<std::vector<caf::actor>> spawned_;
   std::shared_ptr<std::mutex> spawned_mutex_;
