@@ -11,9 +11,12 @@ using part_read_atom = caf::atom_constant<caf::atom("p_read")>;
 using part_prepare_atom = caf::atom_constant<caf::atom("p_prepare")>;
 using part_commit_atom = caf::atom_constant<caf::atom("p_commit")>;
 using part_abort_atom = caf::atom_constant<caf::atom("p_abort")>;
-// (p_find, encode_wire(tx_id)) -> part_time_resp bytes: the commit time of
+// (p_find, encode_wire(tx_id)) -> part_find_resp bytes: the commit time of
 // the transaction in this partition's journal, 0 for none.
 using part_find_atom = caf::atom_constant<caf::atom("p_find")>;
+// (p_stale, encode_wire(uint64 before)) -> part_stale_resp bytes: prepared
+// transactions with prepare time below `before`.
+using part_stale_atom = caf::atom_constant<caf::atom("p_stale")>;
 
 // Membership (actors/membership.hpp).
 using join_atom = caf::atom_constant<caf::atom("m_join")>;

@@ -40,7 +40,7 @@ error from_caf(const caf::error& e) {
   if (e == caf::sec::request_timeout)
     return make_error(errc::timeout, "a partition did not answer in time");
   return make_error(errc::unavailable,
-                    "a partition is unavailable (node shutting down?)");
+                    "a partition is unavailable (its node is stopping or unreachable); retry");
 }
 
 // The actor serving partition `p` now (node_context::routes), or why none

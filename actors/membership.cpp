@@ -165,6 +165,7 @@ struct peer {
 // The one partition this node is handing off (one at a time keeps the
 // disk and network load of a rebalance bounded).
 struct outgoing {
+  std::uint64_t attempt = 0; // callbacks of an abandoned attempt are ignored
   std::uint32_t p = 0;
   node_id to;
   caf::actor dest; // the receiver's membership actor
@@ -185,10 +186,18 @@ struct membership_state {
   // a thread (partition actors are detached), so they do not stay forever.
   std::vector<std::pair<caf::actor, std::chrono::steady_clock::time_point>> forwarders;
   std::optional<outgoing> out;
+  std::uint64_t attempts = 0;
+  // Partitions found on disk at startup that another node owns (a handoff
+  // was under way at a crash): never served here; shipped from disk, or
+  // deleted once the owner serves them.
+  std::set<std::uint32_t> unopened;
   std::map<std::uint32_t, incoming_partition> incoming;
   std::shared_ptr<routing> routes;
   bool shutdown_requested = false;
   std::vector<undecided_tx> undecided; // resolved with the cluster
+  // Every (partition, tx) queued, in a round or being decided: a
+  // transaction is queued once.
+  std::set<std::pair<std::uint32_t, tx_id>> tracked;
   bool resolving = false;              // a round of questions is out
   static inline const char* name = "membership";
 };
@@ -365,48 +374,61 @@ void connect(mem_self self, const node_id& id) {
 
 // ---- handoff, sender side ---------------------------------------------------
 
-void handoff_failed(mem_self self, const std::string& why) {
+bool current(mem_self self, std::uint64_t attempt) {
+  return self->state.out && self->state.out->attempt == attempt;
+}
+
+void handoff_failed(mem_self self, std::uint64_t attempt, const std::string& why) {
   auto& st = self->state;
-  if (!st.out)
+  if (!current(self, attempt))
     return;
   log(log_level::warn, "handoff of partition ", st.out->p, " to ", st.out->to,
       " failed (retrying): ", why);
   st.out.reset();
 }
 
-void handoff_finished(mem_self self, caf::actor new_handle) {
+void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handle) {
   auto& st = self->state;
+  if (!current(self, attempt))
+    return;
   auto p = st.out->p;
   auto to = st.out->to;
   st.out.reset();
   // The folder goes first: a crash after this point leaves the partition
-  // only at the new owner (a leftover .old folder is deleted at startup).
+  // only at the new owner (a leftover .old folder is deleted at startup; a
+  // folder that could not be deleted is not served after a restart, see
+  // `unopened`).
   if (auto s = remove_partition_dir(st.cfg.root, p); !s)
-    log(log_level::warn, "partition ", p, ": ", s.err().to_string());
-  self->send(st.local[p], forward_atom::value, new_handle);
-  st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
-  st.local[p] = nullptr;
+    log(log_level::error, "partition ", p, ": ", s.err().to_string());
+  if (st.local[p]) {
+    self->send(st.local[p], forward_atom::value, new_handle);
+    st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
+    st.local[p] = nullptr;
+  }
   st.closed.erase(p);
+  st.unopened.erase(p);
   log(log_level::info, "partition ", p, " handed off to ", to);
   rebuild_routes(self);
   gossip_all(self);
   progress(self);
 }
 
-void send_next_chunk(mem_self self) {
+void send_next_chunk(mem_self self, std::uint64_t a) {
   auto& st = self->state;
+  if (!current(self, a))
+    return;
   auto& o = *st.out;
   auto p = o.p;
   if (o.file == o.files.size()) {
     self->request(o.dest, handoff_timeout, hoff_end_atom::value, p)
-      .then([self](caf::actor& h) { handoff_finished(self, std::move(h)); },
-            [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+      .then([self, a](caf::actor& h) { handoff_finished(self, a, std::move(h)); },
+            [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
     return;
   }
   auto dir = partition_dir(st.cfg.root, p);
   auto chunk = read_chunk(dir, o.files[o.file], o.offset);
   if (!chunk)
-    return handoff_failed(self, chunk.err().to_string());
+    return handoff_failed(self, a, chunk.err().to_string());
   bool last_of_file = chunk->size() < handoff_chunk_size;
   auto offset = o.offset;
   auto file = o.files[o.file];
@@ -418,26 +440,56 @@ void send_next_chunk(mem_self self) {
   }
   self->request(o.dest, handoff_timeout, hoff_chunk_atom::value, p, file, offset,
                 std::move(*chunk))
-    .then([self](bool) { send_next_chunk(self); },
-          [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+    .then([self, a](bool) { send_next_chunk(self, a); },
+          [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
 }
 
-void send_files(mem_self self) {
+void send_files(mem_self self, std::uint64_t a) {
   auto& st = self->state;
+  if (!current(self, a))
+    return;
   auto& o = *st.out;
   auto files = partition_files(partition_dir(st.cfg.root, o.p));
   if (!files)
-    return handoff_failed(self, files.err().to_string());
+    return handoff_failed(self, a, files.err().to_string());
   o.files = std::move(*files);
   self->request(o.dest, handoff_timeout, hoff_begin_atom::value, o.p, self_id(self))
     .then(
-      [self](bool ok) {
+      [self, a](bool ok) {
         if (ok)
-          send_next_chunk(self);
+          send_next_chunk(self, a);
         else
-          handoff_failed(self, "the receiver refused it");
+          handoff_failed(self, a, "the receiver refused it");
       },
-      [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
+      [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
+}
+
+// Starts a handoff of `p` to its owner (peer `to`); true when one started.
+bool start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer& pe) {
+  auto& st = self->state;
+  auto a = ++st.attempts;
+  st.out = outgoing{a, p, to, pe.membership, {}, 0, 0};
+  bool shipped_already = st.closed.count(p) != 0 || st.unopened.count(p) != 0;
+  if (shipped_already && pe.parts[p]) {
+    // The owner serves it: an earlier try got there and its answer was
+    // lost (or this node crashed before deleting its copy).
+    handoff_finished(self, a, pe.parts[p]);
+    return true;
+  }
+  log(log_level::info, "partition ", p, ": handing off to ", to);
+  if (st.unopened.count(p) != 0 || st.closed.count(p) != 0) {
+    send_files(self, a); // no actor serves it here: the files are final
+    return true;
+  }
+  auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
+  self->request(st.local[p], caf::infinite, drain_atom::value, limit)
+    .then(
+      [self, a](drained_atom, std::uint32_t q) {
+        self->state.closed.insert(q);
+        send_files(self, a);
+      },
+      [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
+  return true;
 }
 
 // Starts the next handoff this node owes, if any (one at a time); reopens a
@@ -460,37 +512,38 @@ void progress(mem_self self) {
     st.closed.erase(p);
     log(log_level::info, "partition ", p, " stays here: reopened");
   }
+  for (auto p : std::set<std::uint32_t>{st.unopened}) {
+    if (owners[p] != self_id(self) || (st.out && st.out->p == p))
+      continue;
+    auto fresh = st.cfg.open_partition(p);
+    if (!fresh) {
+      log(log_level::error, "partition ", p, ": cannot open: ", fresh.err().to_string());
+      continue;
+    }
+    st.local[p] = *fresh;
+    st.unopened.erase(p);
+    log(log_level::info, "partition ", p, " is this node's again: opened");
+    rebuild_routes(self);
+  }
   if (!st.out) {
     for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
-      if (!st.local[p] || owners[p] == self_id(self))
+      bool here = st.local[p] || st.unopened.count(p) != 0;
+      if (!here || owners[p] == self_id(self))
         continue;
       auto i = st.peers.find(owners[p]);
       if (i == st.peers.end() || !i->second.up)
         continue;
-      st.out = outgoing{p, owners[p], i->second.membership, {}, 0, 0};
-      if (st.closed.count(p) != 0 && i->second.parts[p]) {
-        handoff_finished(self, i->second.parts[p]);
-        return;
-      }
-      log(log_level::info, "partition ", p, ": handing off to ", owners[p]);
-      auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
-      self->request(st.local[p], caf::infinite, drain_atom::value, limit)
-        .then(
-          [self](drained_atom, std::uint32_t q) {
-            self->state.closed.insert(q);
-            if (self->state.out && self->state.out->p == q)
-              send_files(self);
-          },
-          [self](caf::error& e) { handoff_failed(self, self->system().render(e)); });
-      break;
+      if (start_handoff(self, p, owners[p], i->second))
+        break;
     }
   }
   // A node that has left: once it serves nothing, it stops.
   auto me = st.ring->members().find(self_id(self));
   bool exited = me != st.ring->members().end()
                 && me->second.status == member_status::exited;
-  bool holds = std::any_of(st.local.begin(), st.local.end(),
-                           [](const caf::actor& a) { return static_cast<bool>(a); });
+  bool holds = !st.unopened.empty()
+               || std::any_of(st.local.begin(), st.local.end(),
+                              [](const caf::actor& a) { return static_cast<bool>(a); });
   if (exited && !holds && !st.shutdown_requested) {
     st.shutdown_requested = true;
     log(log_level::info, "this node has left the cluster and handed off every "
@@ -506,15 +559,16 @@ void progress(mem_self self) {
 // True when no coordinator of `tx` can still send a commit: its node's run
 // (the tx id's origin) is over (every member is up and none has that
 // incarnation, or it was this node's previous run), or the transaction is
-// older than two request timeouts: a coordinator commits only after every
+// older than three request timeouts: a coordinator commits only after every
 // prepare answered, within one request timeout of sending them, and its
-// commit records land at once; past that it only aborts.
+// commit records land at once, or (held by a partition moving to another
+// node) within one more; past that it only aborts.
 bool coordinator_gone(mem_self self, const undecided_tx& u) {
   auto& st = self->state;
   auto limit = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(st.cfg.request_timeout).count());
   auto now = wall_clock_us();
-  if (now > u.prepare_time && now - u.prepare_time > 2 * limit)
+  if (now > u.prepare_time && now - u.prepare_time > 3 * limit)
     return true;
   if (u.tx.origin == st.cfg.incarnation)
     return false;
@@ -532,16 +586,27 @@ bool coordinator_gone(mem_self self, const undecided_tx& u) {
 
 // Sends the decision on `u` to its partition; on failure `u` waits for the
 // next round again.
+// Sends the decision on `u` to its partition; on failure `u` waits for the
+// next round again, unless the partition no longer holds it prepared (its
+// coordinator's own decision got there first).
 void decide(mem_self self, const undecided_tx& u, caf::atom_value kind, std::string bytes) {
+  auto key = std::make_pair(u.p, u.tx);
   self->request(self->state.local[u.p], self->state.cfg.request_timeout, kind, std::move(bytes))
     .then(
-      [self, u](std::string& reply) {
+      [self, u, key](std::string& reply) {
         auto a = decode_wire<part_ack>(reply);
-        if (!a || a->err) {
-          log(log_level::warn, "partition ", u.p, ": deciding ", u.tx, " failed: ",
-              a ? a->err->to_string() : a.err().to_string());
-          self->state.undecided.push_back(u);
+        auto& st = self->state;
+        if (a && !a->err) {
+          st.tracked.erase(key);
+          return;
         }
+        if (a && a->err->code() == errc::not_found) {
+          st.tracked.erase(key); // decided meanwhile
+          return;
+        }
+        log(log_level::warn, "partition ", u.p, ": deciding ", u.tx, " failed: ",
+            a ? a->err->to_string() : a.err().to_string());
+        st.undecided.push_back(u);
       },
       [self, u](caf::error&) { self->state.undecided.push_back(u); });
 }
@@ -550,24 +615,32 @@ void decide(mem_self self, const undecided_tx& u, caf::atom_value kind, std::str
 // holds the commit of each undecided transaction. A commit anywhere commits
 // it here at that time; no commit anywhere, with every partition answering
 // and its coordinator gone, aborts it. Anything else waits for the next
-// round (a node is down, or the coordinator may still commit).
+// round: a node is down, the coordinator may still commit, or a partition
+// has folded its log past the prepare time (its "not found" proves nothing:
+// the transaction stays prepared, logged, rather than risk aborting what
+// committed there).
 void resolve_round(mem_self self) {
   auto& st = self->state;
   if (st.resolving || st.undecided.empty())
     return;
   auto table = st.routes->load();
   struct round {
+    std::vector<undecided_tx> items; // taken out of st.undecided
     std::vector<std::optional<std::uint64_t>> commit;
     std::vector<bool> complete;
+    std::vector<bool> folded;
     std::size_t left = 0;
   };
   auto r = std::make_shared<round>();
-  r->commit.assign(st.undecided.size(), std::nullopt);
-  r->complete.assign(st.undecided.size(), true);
+  r->items = std::move(st.undecided);
+  st.undecided.clear();
+  r->commit.assign(r->items.size(), std::nullopt);
+  r->complete.assign(r->items.size(), true);
+  r->folded.assign(r->items.size(), false);
   std::vector<std::pair<std::size_t, caf::actor>> asks;
-  for (std::size_t i = 0; i < st.undecided.size(); ++i)
+  for (std::size_t i = 0; i < r->items.size(); ++i)
     for (std::uint32_t q = 0; q < table->size(); ++q) {
-      if (q == st.undecided[i].p)
+      if (q == r->items[i].p)
         continue;
       if (!(*table)[q].handle)
         r->complete[i] = false;
@@ -579,42 +652,46 @@ void resolve_round(mem_self self) {
   auto finish = [self, r] {
     auto& st = self->state;
     st.resolving = false;
-    std::vector<undecided_tx> still;
-    for (std::size_t i = 0; i < st.undecided.size(); ++i) {
-      const auto& u = st.undecided[i];
-      auto target = st.local[u.p];
-      if (!target) {
-        still.push_back(u);
+    for (std::size_t i = 0; i < r->items.size(); ++i) {
+      const auto& u = r->items[i];
+      if (!st.local[u.p]) {
+        // Moved away (its new owner finds it prepared and resolves it).
+        st.tracked.erase(std::make_pair(u.p, u.tx));
         continue;
       }
       if (r->commit[i]) {
         log(log_level::info, "partition ", u.p, ": ", u.tx, " committed at ", *r->commit[i],
-            " on another node: committed here too");
+            " on another partition: committed here too");
         decide(self, u, part_commit_atom::value,
                encode_wire(part_commit_req{u.tx, *r->commit[i]}));
-      } else if (r->complete[i] && coordinator_gone(self, u)) {
+      } else if (r->complete[i] && !r->folded[i] && coordinator_gone(self, u)) {
         log(log_level::info, "partition ", u.p, ": ", u.tx,
             " committed nowhere and its coordinator is gone: aborted");
         decide(self, u, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
       } else {
-        still.push_back(u);
+        if (r->folded[i])
+          log(log_level::warn, "partition ", u.p, ": ", u.tx, " prepared at ", u.prepare_time,
+              " cannot be decided: another partition has folded its log past that time;"
+              " it stays prepared");
+        st.undecided.push_back(u);
       }
     }
-    st.undecided = std::move(still);
   };
   if (asks.empty())
     return finish();
   for (auto& [i, who] : asks) {
     auto idx = i;
     self->request(who, st.cfg.request_timeout, part_find_atom::value,
-                  encode_wire(st.undecided[idx].tx))
+                  encode_wire(r->items[idx].tx))
       .then(
         [r, idx, finish](std::string& bytes) {
-          auto a = decode_wire<part_time_resp>(bytes);
+          auto a = decode_wire<part_find_resp>(bytes);
           if (!a || a->err)
             r->complete[idx] = false;
-          else if (a->time != 0)
-            r->commit[idx] = a->time;
+          else if (a->commit_time != 0)
+            r->commit[idx] = a->commit_time;
+          else if (a->folded_through >= r->items[idx].prepare_time)
+            r->folded[idx] = true;
           if (--r->left == 0)
             finish();
         },
@@ -623,6 +700,39 @@ void resolve_round(mem_self self) {
           if (--r->left == 0)
             finish();
         });
+  }
+}
+
+// Asks every local partition for transactions prepared longer than three
+// request timeouts ago (their coordinator, on any node, went silent) and
+// queues the new ones for resolve_round.
+void collect_stale(mem_self self) {
+  auto& st = self->state;
+  auto limit = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(st.cfg.request_timeout).count());
+  auto now = wall_clock_us();
+  if (now <= 3 * limit)
+    return;
+  auto before = encode_wire(std::uint64_t{now - 3 * limit});
+  for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+    if (!st.local[p] || st.closed.count(p) != 0)
+      continue;
+    self->request(st.local[p], st.cfg.request_timeout, part_stale_atom::value, before)
+      .then(
+        [self, p](std::string& bytes) {
+          auto r = decode_wire<part_stale_resp>(bytes);
+          if (!r || r->err)
+            return;
+          auto& st = self->state;
+          for (std::size_t i = 0; i < r->txs.size() && i < r->prepare_times.size(); ++i) {
+            if (st.tracked.insert(std::make_pair(p, r->txs[i])).second) {
+              log(log_level::info, "partition ", p, ": ", r->txs[i],
+                  " prepared long ago and not decided: asking the cluster");
+              st.undecided.push_back(undecided_tx{p, r->txs[i], r->prepare_times[i]});
+            }
+          }
+        },
+        [](caf::error&) {});
   }
 }
 
@@ -690,6 +800,10 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
   st.local.resize(st.cfg.q);
   st.routes = std::move(routes);
   st.undecided = st.cfg.undecided;
+  for (const auto& u : st.undecided)
+    st.tracked.insert(std::make_pair(u.p, u.tx));
+  for (auto p : st.cfg.unopened)
+    st.unopened.insert(p);
   self->set_down_handler([self](caf::down_msg& m) {
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
@@ -703,7 +817,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
         if (self->state.out && self->state.out->to == id)
-          handoff_failed(self, "the receiver went down");
+          handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }
     rebuild_routes(self);
   });
@@ -758,6 +872,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     },
     [self](tick_atom) {
       changed(self, false);
+      collect_stale(self);
       resolve_round(self);
       expire_forwarders(self);
       gossip_all(self);
@@ -804,6 +919,8 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     [self](hoff_chunk_atom, std::uint32_t p, std::string& file, std::uint64_t offset,
            std::string& bytes) -> caf::result<bool> {
       auto& st = self->state;
+      if (p >= st.cfg.q)
+        return caf::make_error(caf::sec::invalid_argument);
       if (st.local[p])
         return true;
       auto i = st.incoming.find(p);
@@ -818,6 +935,8 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     },
     [self](hoff_end_atom, std::uint32_t p) -> caf::result<caf::actor> {
       auto& st = self->state;
+      if (p >= st.cfg.q)
+        return caf::make_error(caf::sec::invalid_argument);
       if (st.local[p])
         return st.local[p];
       auto i = st.incoming.find(p);

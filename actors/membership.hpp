@@ -66,6 +66,10 @@ struct membership_config {
   /// coordinators issue), gossiped so peers know which coordinators live.
   std::uint64_t incarnation = 0;
   std::vector<undecided_tx> undecided;
+  /// Partitions on disk that another node owns (a handoff was under way at
+  /// a crash): never served here; shipped to the owner or deleted once it
+  /// serves them.
+  std::vector<std::uint32_t> unopened;
 };
 
 /// "tally@host:port" for a cluster address.

@@ -65,6 +65,24 @@ struct part_ack {
   std::optional<error> err;
 };
 
+/// Recovery (docs/CLUSTER.md): does this partition's journal hold the commit
+/// of `tx`? `commit_time` 0: not in the journal; `folded_through` is the
+/// partition's checkpoint time: a commit at or below it may have been
+/// folded and truncated, so "not found" proves nothing for a transaction
+/// prepared at or below it.
+struct part_find_resp {
+  std::optional<error> err;
+  std::uint64_t commit_time = 0;
+  std::uint64_t folded_through = 0;
+};
+
+/// The prepared transactions of a partition older than a bound (p_stale).
+struct part_stale_resp {
+  std::optional<error> err;
+  std::vector<tx_id> txs;
+  std::vector<std::uint64_t> prepare_times; // one per tx
+};
+
 // ---- client endpoint <-> coordinators ---------------------------------------
 
 /// A decoded client request; answered with a client_reply.

@@ -289,14 +289,22 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       return make_error(errc::bad_config,
                         "data dir holds partition " + std::to_string(p) + " but the ring has "
                           + std::to_string(cfg.partitions) + " partitions");
-  // A founder creates every partition; any other node holds what it has on
-  // disk and receives the rest by handoff.
-  std::vector<std::uint32_t> held = *present;
+  // A founder creates every partition; any other node serves what it has
+  // on disk and owns, and receives the rest by handoff. What it has on disk
+  // but another node owns (a handoff under way at a crash) is not served:
+  // the membership ships it, or deletes it once the owner serves it.
+  std::vector<std::uint32_t> held, unopened;
   if (founder || (present->empty() && ring->members().size() == 1)) {
-    held.clear();
     for (std::uint32_t i = 0; i < cfg.partitions; ++i)
       held.push_back(i);
+  } else {
+    for (auto p : *present)
+      (ring->members().size() == 1 || ring->owners().owners[p] == *id ? held : unopened)
+        .push_back(p);
   }
+  if (!unopened.empty())
+    log(log_level::info, unopened.size(), " partition(s) on disk belong to other nodes "
+                         "now: not served here, handed off");
   auto opts_for = [cfg, root](std::uint32_t i) {
     partition_options po;
     po.index = i;
@@ -344,10 +352,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   ctx->routes->store(local_routes(local, *id));
   // Partitions opened later (received by handoff, reopened) are spawned by
   // the membership actor through this function; the node stops them too.
-  auto spawned = std::make_shared<std::vector<caf::actor>>();
-  auto spawned_mutex = std::make_shared<std::mutex>();
+  auto spawned = std::make_shared<spawned_actors>();
   self->spawned_ = spawned;
-  self->spawned_mutex_ = spawned_mutex;
   membership_config mc;
   mc.self = *id;
   mc.root = cfg.data_dir;
@@ -356,16 +362,20 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.request_shutdown = cfg.request_shutdown;
   mc.incarnation = ctx->incarnation;
   mc.undecided = std::move(undecided);
+  mc.unopened = std::move(unopened);
   auto board = ctx->board;
   bool detached = cfg.detached_partitions;
-  mc.open_partition = [&sys, opts_for, board, detached, timers, spawned,
-                       spawned_mutex](std::uint32_t i) -> expected<caf::actor> {
+  mc.open_partition = [&sys, opts_for, board, detached, timers,
+                       spawned](std::uint32_t i) -> expected<caf::actor> {
     auto core = partition_core::open(opts_for(i));
     if (!core)
       return core.err();
     auto a = spawn_partition(sys, std::move(*core), detached, board_slot(board, i), timers);
-    std::lock_guard<std::mutex> guard{*spawned_mutex};
-    spawned->push_back(a);
+    std::lock_guard<std::mutex> guard{spawned->mutex};
+    if (spawned->stopping) // opened while the node stops: stop it too
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    else
+      spawned->actors.push_back(a);
     return a;
   };
   ctx->membership = spawn_membership(sys, std::move(mc), std::move(*ring), local, ctx->routes);
@@ -410,11 +420,12 @@ void node::stop() {
   stopping_ = std::move(actors_);
   actors_.clear();
   if (spawned_) {
-    std::lock_guard<std::mutex> guard{*spawned_mutex_};
-    for (auto& a : *spawned_)
+    std::lock_guard<std::mutex> guard{spawned_->mutex};
+    spawned_->stopping = true;
+    for (auto& a : spawned_->actors)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    stopping_.insert(stopping_.end(), spawned_->begin(), spawned_->end());
-    spawned_->clear();
+    stopping_.insert(stopping_.end(), spawned_->actors.begin(), spawned_->actors.end());
+    spawned_->actors.clear();
   }
 }
 

@@ -105,9 +105,14 @@ private:
 
   std::vector<caf::actor> actors_; // endpoint, tx manager, membership, partitions
   std::vector<caf::actor> stopping_; // what stop() sent exits to
-  // Partition actors the membership spawned after startup (handoffs).
-  std::shared_ptr<std::vector<caf::actor>> spawned_;
-  std::shared_ptr<std::mutex> spawned_mutex_;
+  // Partition actors the membership spawned after startup (handoffs); once
+  // `stopping`, a new one is stopped at once.
+  struct spawned_actors {
+    std::mutex mutex;
+    std::vector<caf::actor> actors;
+    bool stopping = false;
+  };
+  std::shared_ptr<spawned_actors> spawned_;
   std::uint16_t port_ = 0;
   std::uint16_t cluster_port_ = 0;
   std::string id_;

@@ -169,8 +169,10 @@ caf::response_promise answer(caf::response_promise& rp, std::string bytes) {
 std::string error_reply_bytes(caf::atom_value kind, const error& err) {
   if (kind == part_read_atom::value)
     return encode_wire(part_read_resp{err, {}});
-  if (kind == part_prepare_atom::value || kind == part_find_atom::value)
+  if (kind == part_prepare_atom::value)
     return encode_wire(part_time_resp{err, 0, 0});
+  if (kind == part_find_atom::value)
+    return encode_wire(part_find_resp{err, 0, 0});
   return encode_wire(part_ack{err});
 }
 
@@ -420,11 +422,29 @@ caf::behavior partition_fn(partition_self self,
         return rp;
       auto tx = decode_wire<tx_id>(bytes);
       if (!tx)
-        return answer(rp, encode_wire(part_time_resp{tx.err(), 0, 0}));
+        return answer(rp, encode_wire(part_find_resp{tx.err(), 0, 0}));
       auto found = st.core->find_commit(*tx);
       if (!found)
-        return answer(rp, encode_wire(part_time_resp{found.err(), 0, 0}));
-      return answer(rp, encode_wire(part_time_resp{std::nullopt, found->value_or(0), 0}));
+        return answer(rp, encode_wire(part_find_resp{found.err(), 0, 0}));
+      return answer(rp, encode_wire(part_find_resp{std::nullopt, found->value_or(0),
+                                                   st.core->checkpoint_time()}));
+    },
+    // Prepared transactions older than a bound, for the membership to
+    // resolve when their coordinator went silent.
+    [self](part_stale_atom, std::string& bytes) -> caf::result<std::string> {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      if (!st.core) // closed or forwarding: the new owner answers for it
+        return answer(rp, encode_wire(part_stale_resp{}));
+      auto before = decode_wire<std::uint64_t>(bytes);
+      if (!before)
+        return answer(rp, encode_wire(part_stale_resp{before.err(), {}, {}}));
+      part_stale_resp out;
+      for (const auto& u : st.core->prepared_before(*before)) {
+        out.txs.push_back(u.tx);
+        out.prepare_times.push_back(u.prepare_time);
+      }
+      return answer(rp, encode_wire(out));
     },
     [self](flush_atom) {
       if (!self->state.core)
@@ -463,6 +483,13 @@ caf::behavior partition_fn(partition_self self,
     // later goes to it.
     [self](forward_atom, caf::actor& target) {
       auto& st = self->state;
+      if (st.mode != partition_mode::closed) {
+        // Only a closed partition (journal shipped, no write since) may
+        // hand its requests on; anything else is a bug of the caller.
+        log(log_level::error, "partition ", st.index,
+            ": refused to forward: it is not closed for a handoff");
+        return;
+      }
       st.target = std::move(target);
       st.mode = partition_mode::forwarding;
       if (st.core) {

@@ -484,6 +484,15 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   return out;
 }
 
+std::vector<undecided_prepare>
+partition_core::prepared_before(std::uint64_t before) const {
+  std::vector<undecided_prepare> out;
+  for (const auto& [tx, p] : prepared_)
+    if (!p.commit_time && p.prepare_time < before)
+      out.push_back(undecided_prepare{tx, p.prepare_time});
+  return out;
+}
+
 expected<std::optional<std::uint64_t>>
 partition_core::find_commit(const tx_id& tx) {
   std::optional<std::uint64_t> found;

@@ -248,6 +248,11 @@ public:
     return prepare_times_.empty() ? UINT64_MAX : *prepare_times_.begin();
   }
   std::size_t prepared_count() const noexcept { return prepared_.size(); }
+  /// Prepared transactions (no commit staged) with prepare time below
+  /// `before`: candidates for resolution with the cluster when their
+  /// coordinator went silent (docs/CLUSTER.md, "Recovery of undecided
+  /// transactions").
+  std::vector<undecided_prepare> prepared_before(std::uint64_t before) const;
   const journal& log() const noexcept { return *log_; }
   std::uint64_t duplicates_dismissed() const noexcept { return dismissed_; }
   /// FBF positives the exact check refuted (the update was applied).

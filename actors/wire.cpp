@@ -74,6 +74,16 @@ void serialize(Archive& ar, part_ack& x) {
   ar(x.err);
 }
 
+template <class Archive>
+void serialize(Archive& ar, part_find_resp& x) {
+  ar(x.err, x.commit_time, x.folded_through);
+}
+
+template <class Archive>
+void serialize(Archive& ar, part_stale_resp& x) {
+  ar(x.err, x.txs, x.prepare_times);
+}
+
 template <class T>
 std::string encode_wire(const T& msg) {
   std::ostringstream os;
@@ -122,6 +132,9 @@ TALLY_WIRE_MESSAGE(part_commit_req)
 TALLY_WIRE_MESSAGE(part_abort_req)
 TALLY_WIRE_MESSAGE(part_ack)
 TALLY_WIRE_MESSAGE(tx_id)
+TALLY_WIRE_MESSAGE(part_find_resp)
+TALLY_WIRE_MESSAGE(part_stale_resp)
+TALLY_WIRE_MESSAGE(std::uint64_t)
 
 #undef TALLY_WIRE_MESSAGE
 

@@ -27,7 +27,7 @@ constexpr std::uint8_t wire_version = 1;
 
 /// Bytes of `msg`. Defined for part_read_req, part_read_resp,
 /// part_prepare_req, part_time_resp, part_commit_req, part_abort_req,
-/// part_ack, tx_id.
+/// part_ack, part_find_resp, part_stale_resp, tx_id, std::uint64_t.
 template <class T>
 std::string encode_wire(const T& msg);
 
