@@ -1,0 +1,130 @@
+// The membership actor's recovery of transactions whose coordinator went
+// silent (docs/CLUSTER.md, "Recovery of undecided transactions"), on a
+// one-member ring: partitions hold transactions prepared long ago; the
+// membership finds them on its timer, commits the one whose commit record
+// another partition holds, and aborts the one committed nowhere. The
+// partitions' clocks are the tests' (the prepare times are 10 s old); the
+// wait for the membership's ticks is a bounded loop of reads.
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include <caf/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/membership.hpp"
+#include "actors/node_context.hpp"
+#include "actors/partition_actor.hpp"
+#include "actors/partition_core.hpp"
+#include "actors/wire.hpp"
+
+using namespace tally;
+
+namespace {
+
+tx_update inc(const std::string& key, std::int64_t d) {
+  return tx_update{object_key{"b", key}, crdt_type::counter, counter_effect{d}, std::nullopt};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(membership_tests)
+
+BOOST_AUTO_TEST_CASE(transactions_prepared_long_ago_are_committed_or_aborted_with_the_cluster) {
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
+  auto old = std::make_shared<std::atomic<bool>>(true);
+  const std::uint64_t then = wall_clock_us() - 10'000'000; // 10 s ago
+  std::vector<std::unique_ptr<partition_core>> cores;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    partition_options o;
+    o.index = i;
+    o.path = (dir / std::to_string(i)).string();
+    o.mode = durability::none;
+    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
+    auto core = partition_core::open(o);
+    BOOST_REQUIRE(core);
+    cores.push_back(std::move(*core));
+  }
+  // tx1: prepared on both partitions, committed on partition 1 only (its
+  // coordinator died before committing partition 0).
+  tx_id tx1{4242, 1}, tx2{4242, 2};
+  auto p0 = cores[0]->stage_prepare(tx1, {inc("a", 5)}, 0, true);
+  auto p1 = cores[1]->stage_prepare(tx1, {inc("b", 5)}, 0, true);
+  BOOST_REQUIRE(p0);
+  BOOST_REQUIRE(p1);
+  auto commit_time = std::max(p0->prepare_time, p1->prepare_time);
+  BOOST_REQUIRE(cores[1]->stage_commit(tx1, commit_time));
+  // tx2: prepared on both, committed nowhere.
+  BOOST_REQUIRE(cores[0]->stage_prepare(tx2, {inc("c", 7)}, 0, true));
+  BOOST_REQUIRE(cores[1]->stage_prepare(tx2, {inc("d", 7)}, 0, true));
+  BOOST_REQUIRE(cores[0]->flush());
+  BOOST_REQUIRE(cores[1]->flush());
+  BOOST_TEST(cores[0]->prepared_count() == 2u);
+  BOOST_TEST(cores[1]->prepared_count() == 1u);
+  old->store(false);
+
+  {
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", 2);
+    caf::actor_system sys{cfg};
+    auto board = std::make_shared<safe_board>(2);
+    std::vector<caf::actor> local;
+    for (std::uint32_t i = 0; i < 2; ++i)
+      local.push_back(spawn_partition(sys, std::move(cores[i]), true, board_slot(board, i)));
+    auto ring = ring_state::create("tally@127.0.0.1:1", 2, 1);
+    BOOST_REQUIRE(ring);
+    membership_config mc;
+    mc.self = "tally@127.0.0.1:1";
+    mc.root = dir.string();
+    mc.q = 2;
+    mc.request_timeout = std::chrono::milliseconds{100}; // stale after 300 ms
+    mc.incarnation = 1;
+    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
+      return make_error(errc::unavailable, "not in this test");
+    };
+    auto routes = std::make_shared<routing>();
+    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
+
+    // Reads at "now" wait while the old transactions hold the partitions'
+    // safe time; they succeed once the membership has decided them.
+    caf::scoped_actor me{sys};
+    std::vector<std::int64_t> values;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
+      part_read_req r0, r1;
+      r0.snapshot = r1.snapshot = vector_clock{{local_dc, wall_clock_us()}};
+      r0.items = {read_item{object_key{"b", "a"}, crdt_type::counter, {}},
+                  read_item{object_key{"b", "c"}, crdt_type::counter, {}}};
+      r1.items = {read_item{object_key{"b", "b"}, crdt_type::counter, {}},
+                  read_item{object_key{"b", "d"}, crdt_type::counter, {}}};
+      std::vector<std::int64_t> got;
+      for (auto [who, req] : {std::make_pair(local[0], r0), std::make_pair(local[1], r1)})
+        me->request(who, std::chrono::milliseconds(300), part_read_atom::value, encode_wire(req))
+          .receive(
+            [&](std::string& bytes) {
+              auto resp = decode_wire<part_read_resp>(bytes);
+              if (resp && !resp->err)
+                for (auto& v : resp->values)
+                  got.push_back(std::get<std::int64_t>(v));
+            },
+            [&](caf::error&) {});
+      if (got.size() == 4)
+        values = got;
+    }
+    BOOST_REQUIRE(values.size() == 4u); // decided within the bound
+    BOOST_TEST(values[0] == 5); // a: tx1 committed on partition 0 too
+    BOOST_TEST(values[2] == 5); // b: tx1 as committed on partition 1
+    BOOST_TEST(values[1] == 0); // c: tx2 aborted
+    BOOST_TEST(values[3] == 0); // d: tx2 aborted
+    for (auto& a : local)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
