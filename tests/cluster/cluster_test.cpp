@@ -487,15 +487,20 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
     auto base = free_port();
     if (base > 64000)
       continue;
+    // A fresh folder per try: a data dir keeps the cluster port it was
+    // first started with.
+    auto dir = d.path + "/try" + std::to_string(attempt);
+    std::filesystem::create_directories(dir);
+    auto out_path = dir + "/out.txt";
     pid_t pid = ::fork();
     if (pid == 0) {
-      int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      std::string nodes = "2", dir = d.path, port = std::to_string(base);
+      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      std::string nodes = "2", data = dir + "/data", port = std::to_string(base);
       char* argv[] = {const_cast<char*>(TALLY_CLI_PATH), const_cast<char*>("cluster"),
                       const_cast<char*>("local"), const_cast<char*>("--nodes"), nodes.data(),
-                      const_cast<char*>("--data-dir"), dir.data(),
+                      const_cast<char*>("--data-dir"), data.data(),
                       const_cast<char*>("--base-port"), port.data(),
                       const_cast<char*>("--partitions"), const_cast<char*>("8"), nullptr};
       ::execv(TALLY_CLI_PATH, argv);
@@ -521,8 +526,15 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (exited)
+    if (exited) {
+      std::ifstream in{out_path};
+      std::string line, why;
+      while (std::getline(in, line))
+        if (line.find("tally:") == 0 || line.find("ERROR") != std::string::npos)
+          why += "\n  " + line;
+      BOOST_TEST_MESSAGE("tally cluster local stopped (ports taken?):" << why);
       continue;
+    }
     ::kill(pid, SIGTERM);
     int status = 0;
     ::waitpid(pid, &status, 0);
