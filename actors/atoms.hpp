@@ -34,5 +34,6 @@ using reopen_atom = caf::atom_constant<caf::atom("h_reopen")>;
 using hoff_begin_atom = caf::atom_constant<caf::atom("h_begin")>;
 using hoff_chunk_atom = caf::atom_constant<caf::atom("h_chunk")>;
 using hoff_end_atom = caf::atom_constant<caf::atom("h_end")>;
+using hoff_query_atom = caf::atom_constant<caf::atom("h_query")>;
 
 } // namespace tally

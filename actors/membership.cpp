@@ -191,6 +191,11 @@ struct membership_state {
   // was under way at a crash): never served here; shipped from disk, or
   // deleted once the owner serves them.
   std::set<std::uint32_t> unopened;
+  // Partitions whose last handoff message (h_end) went to a node that never
+  // answered: it may hold them now, so they are neither reopened nor
+  // shipped elsewhere until it says it does not (h_query).
+  std::map<std::uint32_t, node_id> end_sent;
+  std::set<std::uint32_t> querying;
   std::map<std::uint32_t, incoming_partition> incoming;
   std::shared_ptr<routing> routes;
   bool shutdown_requested = false;
@@ -225,6 +230,12 @@ void expire_forwarders(mem_self self) {
 
 const node_id& self_id(mem_self self) {
   return self->state.cfg.self;
+}
+
+// True when this node serves partition p (an open, not closed, copy).
+bool serves(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  return st.local[p] && st.closed.count(p) == 0;
 }
 
 void persist(mem_self self) {
@@ -407,6 +418,7 @@ void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handl
   }
   st.closed.erase(p);
   st.unopened.erase(p);
+  st.end_sent.erase(p);
   log(log_level::info, "partition ", p, " handed off to ", to);
   rebuild_routes(self);
   gossip_all(self);
@@ -420,6 +432,7 @@ void send_next_chunk(mem_self self, std::uint64_t a) {
   auto& o = *st.out;
   auto p = o.p;
   if (o.file == o.files.size()) {
+    st.end_sent[p] = o.to; // from here on the receiver may hold it
     self->request(o.dest, handoff_timeout, hoff_end_atom::value, p)
       .then([self, a](caf::actor& h) { handoff_finished(self, a, std::move(h)); },
             [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
@@ -492,14 +505,51 @@ bool start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
   return true;
 }
 
+// For each partition whose h_end went unanswered: once that node is up,
+// ask it whether it holds the partition. If not, this node's copy is the
+// only one again (it may be reopened or shipped); if so, this copy is stale
+// and waits to be replaced or deleted (the holder ships it to its owner).
+void settle_end_sent(mem_self self) {
+  auto& st = self->state;
+  for (const auto& [p, to] : st.end_sent) {
+    if (st.querying.count(p) != 0 || (st.out && st.out->p == p))
+      continue;
+    auto i = st.peers.find(to);
+    if (i == st.peers.end() || !i->second.up)
+      continue;
+    if (p < i->second.parts.size() && i->second.parts[p])
+      continue; // it serves it: the usual paths finish or replace ours
+    st.querying.insert(p);
+    auto q = p;
+    auto who = to;
+    self->request(i->second.membership, st.cfg.request_timeout, hoff_query_atom::value, q)
+      .then(
+        [self, q, who](bool holds) {
+          auto& st = self->state;
+          st.querying.erase(q);
+          auto e = st.end_sent.find(q);
+          if (e == st.end_sent.end() || e->second != who)
+            return;
+          if (!holds) {
+            log(log_level::info, "partition ", q, ": ", who,
+                " does not hold it; this node's copy is the only one");
+            st.end_sent.erase(e);
+            progress(self);
+          }
+        },
+        [self, q](caf::error&) { self->state.querying.erase(q); });
+  }
+}
+
 // Starts the next handoff this node owes, if any (one at a time); reopens a
 // partition closed for a handoff whose ownership came back here; finishes a
 // handoff whose receiver already serves the partition (its answer was lost).
 void progress(mem_self self) {
   auto& st = self->state;
   const auto& owners = st.ring->owners().owners;
+  settle_end_sent(self);
   for (auto p : std::set<std::uint32_t>{st.closed}) {
-    if (owners[p] != self_id(self) || (st.out && st.out->p == p))
+    if (owners[p] != self_id(self) || (st.out && st.out->p == p) || st.end_sent.count(p))
       continue;
     auto fresh = st.cfg.open_partition(p);
     if (!fresh) {
@@ -513,7 +563,7 @@ void progress(mem_self self) {
     log(log_level::info, "partition ", p, " stays here: reopened");
   }
   for (auto p : std::set<std::uint32_t>{st.unopened}) {
-    if (owners[p] != self_id(self) || (st.out && st.out->p == p))
+    if (owners[p] != self_id(self) || (st.out && st.out->p == p) || st.end_sent.count(p))
       continue;
     auto fresh = st.cfg.open_partition(p);
     if (!fresh) {
@@ -530,6 +580,8 @@ void progress(mem_self self) {
       bool here = st.local[p] || st.unopened.count(p) != 0;
       if (!here || owners[p] == self_id(self))
         continue;
+      if (auto e = st.end_sent.find(p); e != st.end_sent.end() && e->second != owners[p])
+        continue; // another node may hold it: it ships it onwards itself
       auto i = st.peers.find(owners[p]);
       if (i == st.peers.end() || !i->second.up)
         continue;
@@ -896,16 +948,24 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       return {true, who + " is leaving: its partitions move to the other members, "
                           "then it stops (watch `tally cluster status`)"};
     },
+    // Does this node hold partition p (serving, closed or unopened)? Asked
+    // by a sender whose last handoff message to it went unanswered.
+    [self](hoff_query_atom, std::uint32_t p) -> bool {
+      auto& st = self->state;
+      return p < st.cfg.q && (st.local[p] || st.unopened.count(p) != 0);
+    },
     // ---- handoff, receiver side ----
     [self](hoff_begin_atom, std::uint32_t p, node_id& from) -> caf::result<bool> {
       auto& st = self->state;
       if (p >= st.cfg.q)
         return caf::make_error(caf::sec::invalid_argument);
-      if (st.local[p]) {
+      if (serves(self, p)) {
         // Received already (the sender's earlier try lost our answer):
         // h_end answers with the actor serving it.
         return true;
       }
+      // A copy here that is closed or unopened was shipped away before:
+      // the sender's copy is newer and replaces it at h_end.
       auto in = incoming_partition::begin(st.cfg.root, p);
       if (!in) {
         log(log_level::error, "partition ", p, ": ", in.err().to_string());
@@ -921,7 +981,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       auto& st = self->state;
       if (p >= st.cfg.q)
         return caf::make_error(caf::sec::invalid_argument);
-      if (st.local[p])
+      if (serves(self, p))
         return true;
       auto i = st.incoming.find(p);
       if (i == st.incoming.end())
@@ -937,11 +997,22 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       auto& st = self->state;
       if (p >= st.cfg.q)
         return caf::make_error(caf::sec::invalid_argument);
-      if (st.local[p])
+      if (serves(self, p))
         return st.local[p];
       auto i = st.incoming.find(p);
       if (i == st.incoming.end())
         return caf::make_error(caf::sec::invalid_argument);
+      bool stale_here = st.closed.count(p) != 0 || st.unopened.count(p) != 0;
+      if (stale_here) {
+        // This node shipped its copy away earlier; the one just received
+        // has everything since. Ours goes; an attempt to ship it stops.
+        if (auto r = remove_partition_dir(st.cfg.root, p); !r) {
+          log(log_level::error, "partition ", p, ": ", r.err().to_string());
+          return caf::make_error(caf::sec::runtime_error);
+        }
+        if (st.out && st.out->p == p)
+          st.out.reset();
+      }
       // finish() says false when the folder is here already: it is opened
       // as it is (it is the partition's latest state, see handoff.hpp).
       auto done = i->second.finish();
@@ -956,6 +1027,13 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
             h.err().to_string());
         return caf::make_error(caf::sec::runtime_error);
       }
+      if (st.local[p]) { // the closed copy: its held requests go to the new one
+        self->send(st.local[p], forward_atom::value, *h);
+        st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
+      }
+      st.closed.erase(p);
+      st.unopened.erase(p);
+      st.end_sent.erase(p);
       st.local[p] = *h;
       log(log_level::info, "partition ", p, ": received and serving");
       rebuild_routes(self);

@@ -20,6 +20,7 @@
 //   handoff receiver:     (h_begin, p, from) -> true
 //                         (h_chunk, p, file, offset, bytes) -> true
 //                         (h_end, p) -> the new partition actor
+//                         (h_query, p) -> does this node hold p?
 // It runs detached (own thread): it writes files (ring, handoff data).
 #pragma once
 

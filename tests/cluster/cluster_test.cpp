@@ -20,6 +20,7 @@
 #include <caf/io/all.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/handoff.hpp"
 #include "actors/wire.hpp"
 #include "tests/cluster/cluster_support.hpp"
 #include "tests/support/seeded_rng.hpp"
@@ -441,6 +442,57 @@ BOOST_AUTO_TEST_CASE(transactions_across_nodes_stay_atomic_across_a_kill_9) {
     BOOST_TEST(v >= acked);
     BOOST_TEST(v <= attempted);
   }
+}
+
+// A node that restarts with a copy of a partition another node owns (a
+// crash after a handoff's transfer, before the old copy was deleted) never
+// serves it: reads through it see the owner's newer value, and the stale
+// copy is deleted once the owner is seen serving the partition.
+BOOST_AUTO_TEST_CASE(a_stale_copy_of_a_handed_off_partition_is_never_served) {
+  local_cluster cl;
+  for (int i = 0; i < 2; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_serving({0, 1}));
+  // A key on a partition node 1 serves.
+  auto keys = one_key_per_partition("stale");
+  std::optional<object_key> key;
+  std::uint32_t part = 0;
+  for (std::uint32_t p = 0; p < cluster_partitions && !key; ++p)
+    if (std::filesystem::exists(partition_dir(cl.dir_of(1), p))) {
+      key = keys[p];
+      part = p;
+    }
+  BOOST_REQUIRE(key);
+  auto c = connect_to(cl.nodes[1]->port);
+  BOOST_REQUIRE(c);
+  BOOST_REQUIRE(c->update({counter_inc{*key, 1}}));
+  // Node 1's copy at value 1, taken while it is stopped...
+  BOOST_REQUIRE(cl.nodes[1]->stop(SIGTERM) == 0);
+  temp_dir stale;
+  std::filesystem::copy(partition_dir(cl.dir_of(1), part), stale.path,
+                        std::filesystem::copy_options::recursive);
+  BOOST_REQUIRE(cl.restart(1));
+  BOOST_REQUIRE(cl.wait_serving({0, 1}));
+  c = connect_to(cl.nodes[1]->port);
+  BOOST_REQUIRE(c);
+  auto clock = c->update({counter_inc{*key, 1}}); // now 2 at node 1
+  BOOST_REQUIRE(clock);
+  // ...appears on node 0 as if a handoff had left it there.
+  BOOST_REQUIRE(cl.nodes[0]->stop(SIGTERM) == 0);
+  std::filesystem::copy(stale.path, partition_dir(cl.dir_of(0), part),
+                        std::filesystem::copy_options::recursive);
+  BOOST_REQUIRE(cl.restart(0));
+  BOOST_REQUIRE(cl.wait_serving({0, 1}));
+  auto c0 = connect_to(cl.nodes[0]->port);
+  BOOST_REQUIRE(c0);
+  auto got = c0->read({bound_object{*key, crdt_type::counter}}, *clock);
+  BOOST_REQUIRE(got);
+  BOOST_TEST(got->values[0] == 2);
+  auto deadline = clock_type::now() + std::chrono::seconds(15);
+  while (std::filesystem::exists(partition_dir(cl.dir_of(0), part))
+         && clock_type::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(!std::filesystem::exists(partition_dir(cl.dir_of(0), part)));
 }
 
 // A paused node (SIGSTOP) is noticed by the heartbeats: within a bounded
