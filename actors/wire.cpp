@@ -1,6 +1,7 @@
 #include "actors/wire.hpp"
 
-#include <sstream>
+#include <istream>
+#include <ostream>
 
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/optional.hpp>
@@ -8,34 +9,21 @@
 #include <cereal/types/variant.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "common/membuf.hpp"
+
 namespace tally {
-
-namespace {
-
-// crdt_type travels as its AntidoteDB wire number, as in journal records.
-template <class Archive>
-void crdt_type_field(Archive& ar, crdt_type& t) {
-  auto wire = static_cast<std::uint8_t>(t);
-  ar(wire);
-  if constexpr (Archive::is_loading::value) {
-    if (!crdt_type_from_wire(wire, t))
-      throw cereal::Exception("unknown CRDT type id " + std::to_string(wire));
-  }
-}
-
-} // namespace
 
 template <class Archive>
 void serialize(Archive& ar, read_item& x) {
   ar(x.key);
-  crdt_type_field(ar, x.type);
+  crdt_type_as_wire(ar, x.type, "a read item");
   ar(x.own);
 }
 
 template <class Archive>
 void serialize(Archive& ar, tx_update& x) {
   ar(x.key);
-  crdt_type_field(ar, x.type);
+  crdt_type_as_wire(ar, x.type, "an update");
   ar(x.effect, x.op);
 }
 
@@ -86,13 +74,14 @@ void serialize(Archive& ar, part_stale_resp& x) {
 
 template <class T>
 std::string encode_wire(const T& msg) {
-  std::ostringstream os;
-  os.put(static_cast<char>(wire_version));
+  std::string out(1, static_cast<char>(wire_version));
   {
+    detail::string_sink sink{out};
+    std::ostream os{&sink};
     cereal::PortableBinaryOutputArchive ar{os};
     ar(msg);
   }
-  return std::move(os).str();
+  return out;
 }
 
 template <class T>
@@ -107,16 +96,17 @@ expected<T> decode_wire(std::string_view bytes) {
                         + ", this node speaks "
                         + std::to_string(unsigned{wire_version}));
   T out;
+  detail::view_source src{bytes.substr(1)};
+  std::istream is{&src};
   try {
-    std::istringstream is{std::string{bytes.substr(1)}};
     cereal::PortableBinaryInputArchive ar{is};
     ar(out);
-    if (is.peek() != std::char_traits<char>::eof())
-      return make_error(errc::corrupt, "trailing bytes in a node-to-node message");
   } catch (const std::exception& e) {
     return make_error(errc::corrupt,
                       std::string{"undecodable node-to-node message: "} + e.what());
   }
+  if (src.remaining() != 0)
+    return make_error(errc::corrupt, "trailing bytes in a node-to-node message");
   return out;
 }
 

@@ -12,7 +12,7 @@
 
 #include "cache/materializer.hpp"
 #include "journal/codec.hpp"
-#include "journal/detail/membuf.hpp"
+#include "common/membuf.hpp"
 
 namespace tally {
 

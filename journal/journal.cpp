@@ -7,7 +7,7 @@
 
 #include <cereal/archives/portable_binary.hpp>
 
-#include "journal/detail/membuf.hpp"
+#include "common/membuf.hpp"
 
 namespace tally {
 

@@ -109,17 +109,26 @@ inline void check_record_version(std::uint32_t version, const char* what) {
 
 } // namespace detail
 
+/// A crdt_type in a Cereal archive: its AntidoteDB wire number (one byte);
+/// a loader throws cereal::Exception for an unknown number, naming `where`.
+/// Shared by journal records and node-to-node messages (actors/wire.cpp).
+template <class Archive>
+void crdt_type_as_wire(Archive& ar, crdt_type& t, const char* where) {
+  auto wire = static_cast<std::uint8_t>(t);
+  ar(wire);
+  if constexpr (Archive::is_loading::value) {
+    if (!crdt_type_from_wire(wire, t))
+      throw cereal::Exception("unknown CRDT type id " + std::to_string(wire) + " in "
+                              + where);
+  }
+}
+
 template <class Archive>
 void serialize(Archive& ar, update_record& r, std::uint32_t const version) {
   detail::check_record_version(version, "update");
-  // crdt_type travels as its AntidoteDB wire number (one byte).
-  auto type = static_cast<std::uint8_t>(r.type);
-  ar(r.tx, r.key, type, r.effect, r.op);
-  if constexpr (Archive::is_loading::value) {
-    if (!crdt_type_from_wire(type, r.type))
-      throw cereal::Exception("unknown CRDT type id " + std::to_string(type)
-                              + " in an update record");
-  }
+  ar(r.tx, r.key);
+  crdt_type_as_wire(ar, r.type, "an update record");
+  ar(r.effect, r.op);
 }
 
 template <class Archive>

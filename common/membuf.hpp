@@ -1,6 +1,6 @@
 // Stream buffers over memory, so Cereal's stream-based archives read and
-// write journal bytes without copying them through std::stringstream.
-// Internal to journal/ and checkpoint/.
+// write bytes (journal records, checkpoint entries, node-to-node messages)
+// without copying them through std::stringstream.
 #pragma once
 
 #include <cstddef>
