@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -157,14 +158,6 @@ void retry_reads(partition_self self) {
   }
 }
 
-// Delivers `bytes` through `rp` and returns it. A handler that made a
-// response promise must answer through it: CAF 0.17 moves the request's
-// reply address into the promise, so a value returned instead is lost.
-caf::response_promise answer(caf::response_promise& rp, std::string bytes) {
-  rp.deliver(std::move(bytes));
-  return rp;
-}
-
 // The reply a request of `kind` gets when it fails with `err`.
 std::string error_reply_bytes(caf::atom_value kind, const error& err) {
   if (kind == part_read_atom::value)
@@ -229,18 +222,22 @@ void forward_deferred(partition_self self) {
 }
 
 // Requests while the partition is not serving: deferred, or forwarded.
-// Returns true when the request was taken care of here.
-bool divert(partition_self self, caf::atom_value kind, std::string& bytes,
-            caf::response_promise& rp) {
+// Returns the request's promise when it was taken care of here, nullopt
+// when the handler serves it. Only then is a promise made: a handler that
+// made one must answer through it (CAF 0.17 moves the request's reply
+// address into the promise), so the serving path returns its reply.
+std::optional<caf::response_promise> divert(partition_self self, caf::atom_value kind,
+                                            std::string& bytes) {
   auto& st = self->state;
+  if (st.mode == partition_mode::serving
+      || (st.mode == partition_mode::draining && kind != part_prepare_atom::value))
+    return std::nullopt;
+  auto rp = self->make_response_promise();
   switch (st.mode) {
     case partition_mode::serving:
-      return false;
     case partition_mode::draining:
-      if (kind != part_prepare_atom::value)
-        return false;
       defer(self, kind, std::move(bytes), rp);
-      return true;
+      return rp;
     case partition_mode::closed:
       if (kind == part_abort_atom::value) {
         // The abort of a held prepare: drop the prepare, never apply it.
@@ -256,18 +253,18 @@ bool divert(partition_self self, caf::atom_value kind, std::string& bytes,
                 i->kind, make_error(errc::aborted, "transaction aborted")));
               held.erase(i);
               rp.deliver(encode_wire(part_ack{}));
-              return true;
+              return rp;
             }
           }
         }
       }
       defer(self, kind, std::move(bytes), rp);
-      return true;
+      return rp;
     case partition_mode::forwarding:
       rp.delegate(st.target, kind, std::move(bytes));
-      return true;
+      return rp;
   }
-  return false;
+  return rp;
 }
 
 void run_checkpoint(partition_self self) {
@@ -345,35 +342,35 @@ caf::behavior partition_fn(partition_self self,
   return {
     [self](part_read_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
-      if (divert(self, part_read_atom::value, bytes, rp))
-        return rp;
+      if (auto held = divert(self, part_read_atom::value, bytes))
+        return *held;
       auto req = decode_wire<part_read_req>(bytes);
       if (!req)
-        return answer(rp, encode_wire(part_read_resp{req.err(), {}}));
+        return encode_wire(part_read_resp{req.err(), {}});
       if (req->snapshot.get(local_dc) <= st.core->safe_time())
-        return answer(rp, encode_wire(serve(*st.core, *req)));
+        return encode_wire(serve(*st.core, *req));
+      auto rp = self->make_response_promise();
       st.reads.push_back({std::move(*req), rp});
       retry_reads(self);
       return rp;
     },
     [self](part_prepare_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
-      if (divert(self, part_prepare_atom::value, bytes, rp))
-        return rp;
+      if (auto held = divert(self, part_prepare_atom::value, bytes))
+        return *held;
       auto req = decode_wire<part_prepare_req>(bytes);
       if (!req)
-        return answer(rp, encode_wire(part_time_resp{req.err(), 0, 0}));
+        return encode_wire(part_time_resp{req.err(), 0, 0});
       auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
                                         req->snapshot_time, req->two_phase);
       if (!out)
-        return answer(rp, encode_wire(part_time_resp{out.err(), 0, 0}));
+        return encode_wire(part_time_resp{out.err(), 0, 0});
       if (!req->two_phase) {
         auto c = st.core->stage_commit(req->tx, out->prepare_time);
         if (!c)
-          return answer(rp, encode_wire(part_time_resp{c.err(), 0, 0}));
+          return encode_wire(part_time_resp{c.err(), 0, 0});
       }
+      auto rp = self->make_response_promise();
       st.writes.push_back(
         {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}});
       publish(self);
@@ -382,27 +379,26 @@ caf::behavior partition_fn(partition_self self,
     },
     [self](part_commit_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
-      if (divert(self, part_commit_atom::value, bytes, rp))
-        return rp;
+      if (auto held = divert(self, part_commit_atom::value, bytes))
+        return *held;
       auto req = decode_wire<part_commit_req>(bytes);
       if (!req)
-        return answer(rp, encode_wire(part_ack{req.err()}));
+        return encode_wire(part_ack{req.err()});
       auto c = st.core->stage_commit(req->tx, req->commit_time);
       if (!c)
-        return answer(rp, encode_wire(part_ack{c.err()}));
+        return encode_wire(part_ack{c.err()});
+      auto rp = self->make_response_promise();
       st.writes.push_back({rp, true, {}});
       schedule_flush(self);
       return rp;
     },
     [self](part_abort_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
-      if (divert(self, part_abort_atom::value, bytes, rp))
-        return rp;
+      if (auto held = divert(self, part_abort_atom::value, bytes))
+        return *held;
       auto req = decode_wire<part_abort_req>(bytes);
       if (!req)
-        return answer(rp, encode_wire(part_ack{req.err()}));
+        return encode_wire(part_ack{req.err()});
       auto a = st.core->stage_abort(req->tx);
       publish(self);
       if (st.core->has_staged())
@@ -410,41 +406,39 @@ caf::behavior partition_fn(partition_self self,
       retry_reads(self);
       close_if_drained(self);
       if (!a)
-        return answer(rp, encode_wire(part_ack{a.err()}));
-      return answer(rp, encode_wire(part_ack{}));
+        return encode_wire(part_ack{a.err()});
+      return encode_wire(part_ack{});
     },
     // Recovery of a transaction a crash left undecided on another node
     // (docs/CLUSTER.md): does this partition's journal hold its commit?
     [self](part_find_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
-      if (divert(self, part_find_atom::value, bytes, rp))
-        return rp;
+      if (auto held = divert(self, part_find_atom::value, bytes))
+        return *held;
       auto tx = decode_wire<tx_id>(bytes);
       if (!tx)
-        return answer(rp, encode_wire(part_find_resp{tx.err(), 0, 0}));
+        return encode_wire(part_find_resp{tx.err(), 0, 0});
       auto found = st.core->find_commit(*tx);
       if (!found)
-        return answer(rp, encode_wire(part_find_resp{found.err(), 0, 0}));
-      return answer(rp, encode_wire(part_find_resp{std::nullopt, found->value_or(0),
-                                                   st.core->checkpoint_time()}));
+        return encode_wire(part_find_resp{found.err(), 0, 0});
+      return encode_wire(part_find_resp{std::nullopt, found->value_or(0),
+                                                   st.core->checkpoint_time()});
     },
     // Prepared transactions older than a bound, for the membership to
     // resolve when their coordinator went silent.
     [self](part_stale_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
       if (!st.core) // closed or forwarding: the new owner answers for it
-        return answer(rp, encode_wire(part_stale_resp{}));
+        return encode_wire(part_stale_resp{});
       auto before = decode_wire<std::uint64_t>(bytes);
       if (!before)
-        return answer(rp, encode_wire(part_stale_resp{before.err(), {}, {}}));
+        return encode_wire(part_stale_resp{before.err(), {}, {}});
       part_stale_resp out;
       for (const auto& u : st.core->prepared_before(*before)) {
         out.txs.push_back(u.tx);
         out.prepare_times.push_back(u.prepare_time);
       }
-      return answer(rp, encode_wire(out));
+      return encode_wire(out);
     },
     [self](flush_atom) {
       if (!self->state.core)
@@ -492,11 +486,6 @@ caf::behavior partition_fn(partition_self self,
       }
       st.target = std::move(target);
       st.mode = partition_mode::forwarding;
-      if (st.core) {
-        if (st.core->has_staged())
-          flush_now(self);
-        st.core.reset();
-      }
       forward_deferred(self);
     },
     [self](timer_atom) { on_tick(self); },
