@@ -43,14 +43,14 @@ error from_caf(const caf::error& e) {
                     "a partition is unavailable (its node is stopping or unreachable); retry");
 }
 
-// The actor serving partition `p` now (node_context::routes), or why none
-// can: a partition on a node that is down fails here at once.
-expected<caf::actor> route_of(const node_context& ctx, std::uint32_t p) {
-  auto table = ctx.routes->load();
-  if (p >= table->size())
+// The actor serving partition `p` in a routing table taken once per request
+// (node_context::routes), or why none can: a partition on a node that is
+// down fails here at once.
+expected<caf::actor> route_of(const std::vector<route>& table, std::uint32_t p) {
+  if (p >= table.size())
     return make_error(errc::unavailable, "partition " + std::to_string(p)
                                            + " is not routed yet");
-  const auto& r = (*table)[p];
+  const auto& r = table[p];
   if (!r.handle)
     return make_error(errc::unavailable, r.why.empty()
                                            ? "partition " + std::to_string(p)
@@ -171,8 +171,9 @@ void read_objects(Self* self, tx_state& st,
     }
   };
   std::vector<caf::actor> targets;
+  auto table = st.ctx->routes->load();
   for (auto& [p, slot] : by_part) {
-    auto target = route_of(*st.ctx, p);
+    auto target = route_of(*table, p);
     if (!target)
       return g->done(target.err());
     targets.push_back(std::move(*target));
@@ -208,8 +209,9 @@ void commit_tx(Self* self, tx_state& st, time_cb done) {
   // Every participant is routed before anything is sent: a partition that
   // is unavailable fails the commit with nothing prepared anywhere.
   std::map<std::uint32_t, caf::actor> targets;
+  auto table = ctx->routes->load();
   for (const auto& w : st.writes) {
-    auto target = route_of(*ctx, w.first);
+    auto target = route_of(*table, w.first);
     if (!target)
       return done(target.err());
     targets.emplace(w.first, std::move(*target));
