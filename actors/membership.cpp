@@ -477,22 +477,23 @@ void send_files(mem_self self, std::uint64_t a) {
       [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
 }
 
-// Starts a handoff of `p` to its owner (peer `to`); true when one started.
-bool start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer& pe) {
+// Starts a handoff of `p` to its owner (peer `to`).
+void start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer& pe) {
   auto& st = self->state;
   auto a = ++st.attempts;
   st.out = outgoing{a, p, to, pe.membership, {}, 0, 0};
-  bool shipped_already = st.closed.count(p) != 0 || st.unopened.count(p) != 0;
-  if (shipped_already && pe.parts[p]) {
+  // Closed or unopened: no actor serves it here, its files are final.
+  bool files_final = st.closed.count(p) != 0 || st.unopened.count(p) != 0;
+  if (files_final && pe.parts[p]) {
     // The owner serves it: an earlier try got there and its answer was
     // lost (or this node crashed before deleting its copy).
     handoff_finished(self, a, pe.parts[p]);
-    return true;
+    return;
   }
   log(log_level::info, "partition ", p, ": handing off to ", to);
-  if (st.unopened.count(p) != 0 || st.closed.count(p) != 0) {
-    send_files(self, a); // no actor serves it here: the files are final
-    return true;
+  if (files_final) {
+    send_files(self, a);
+    return;
   }
   auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
   self->request(st.local[p], caf::infinite, drain_atom::value, limit)
@@ -502,7 +503,6 @@ bool start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
         send_files(self, a);
       },
       [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
-  return true;
 }
 
 // For each partition whose h_end went unanswered: once that node is up,
@@ -548,33 +548,30 @@ void progress(mem_self self) {
   auto& st = self->state;
   const auto& owners = st.ring->owners().owners;
   settle_end_sent(self);
-  for (auto p : std::set<std::uint32_t>{st.closed}) {
-    if (owners[p] != self_id(self) || (st.out && st.out->p == p) || st.end_sent.count(p))
-      continue;
+  // Closed or unopened here, and this node's again: open it and serve (a
+  // closed actor's held requests go to the new one).
+  std::set<std::uint32_t> back;
+  for (const auto* held : {&st.closed, &st.unopened})
+    for (auto p : *held)
+      if (owners[p] == self_id(self) && !(st.out && st.out->p == p) && !st.end_sent.count(p))
+        back.insert(p);
+  for (auto p : back) {
     auto fresh = st.cfg.open_partition(p);
     if (!fresh) {
       log(log_level::error, "partition ", p, ": cannot reopen: ", fresh.err().to_string());
       continue;
     }
-    self->send(st.local[p], forward_atom::value, *fresh);
-    st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
-    st.local[p] = *fresh;
-    st.closed.erase(p);
-    log(log_level::info, "partition ", p, " stays here: reopened");
-  }
-  for (auto p : std::set<std::uint32_t>{st.unopened}) {
-    if (owners[p] != self_id(self) || (st.out && st.out->p == p) || st.end_sent.count(p))
-      continue;
-    auto fresh = st.cfg.open_partition(p);
-    if (!fresh) {
-      log(log_level::error, "partition ", p, ": cannot open: ", fresh.err().to_string());
-      continue;
+    if (st.local[p]) {
+      self->send(st.local[p], forward_atom::value, *fresh);
+      st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
     }
     st.local[p] = *fresh;
+    st.closed.erase(p);
     st.unopened.erase(p);
-    log(log_level::info, "partition ", p, " is this node's again: opened");
-    rebuild_routes(self);
+    log(log_level::info, "partition ", p, " is this node's again: reopened");
   }
+  if (!back.empty())
+    rebuild_routes(self);
   if (!st.out) {
     for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
       bool here = st.local[p] || st.unopened.count(p) != 0;
@@ -585,8 +582,8 @@ void progress(mem_self self) {
       auto i = st.peers.find(owners[p]);
       if (i == st.peers.end() || !i->second.up)
         continue;
-      if (start_handoff(self, p, owners[p], i->second))
-        break;
+      start_handoff(self, p, owners[p], i->second);
+      break;
     }
   }
   // A node that has left: once it serves nothing, it stops.
