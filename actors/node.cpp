@@ -95,38 +95,13 @@ std::chrono::milliseconds fbf_tick_of(const fbf_config& f) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t);
 }
 
-} // namespace
-
-namespace {
-
-// A free TCP port on `bind` (the kernel's choice), for a first start with
-// --port 0 and no --cluster-port: the node id needs the port before the
-// cluster port is published.
-expected<std::uint16_t> free_port(const std::string& bind) {
+// Binds a TCP socket on `bind`:`port` and returns the port it got (the
+// kernel's choice for 0), then closes it: a probe, for a first start whose
+// node id needs the cluster port before the cluster port is published.
+expected<std::uint16_t> probe_port(const std::string& bind, std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return make_error(errc::io_error, std::string{"socket: "} + std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = 0;
-  if (::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1)
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    return make_error(errc::unavailable, std::string{"no free port: "} + std::strerror(err));
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// True when `port` on `bind` is free to listen on now.
-bool can_listen(const std::string& bind, std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return false;
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
@@ -134,9 +109,16 @@ bool can_listen(const std::string& bind, std::uint16_t port) {
   a.sin_port = htons(port);
   if (::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    return make_error(errc::unavailable, "port " + std::to_string(port) + " on " + bind
+                                           + ": " + std::strerror(err));
+  }
   ::close(fd);
-  return ok;
+  return ntohs(a.sin_port);
 }
 
 std::string node_id_path(const std::filesystem::path& root) {
@@ -164,12 +146,12 @@ expected<std::string> find_node_id(const std::filesystem::path& root,
   if (cfg.cluster_port && *cfg.cluster_port != 0)
     port = *cfg.cluster_port;
   else if (!cfg.cluster_port && cfg.port != 0 && cfg.port <= 65535 - 1000
-           && can_listen(cfg.bind, static_cast<std::uint16_t>(cfg.port + 1000)))
+           && probe_port(cfg.bind, static_cast<std::uint16_t>(cfg.port + 1000)))
     port = static_cast<std::uint16_t>(cfg.port + 1000);
   // Not asked for and client port + 1000 taken: any free port (the id keeps
   // it for every later start).
   if (port == 0) {
-    auto free = free_port(cfg.bind);
+    auto free = probe_port(cfg.bind, 0);
     if (!free)
       return free.err();
     port = *free;
