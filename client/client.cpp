@@ -85,14 +85,6 @@ expected<std::string> commit_clock(expected<response> resp,
   return std::move(r->commit_time);
 }
 
-/// True for a number that names an errc other than ok (a newer node may
-/// send codes this client does not know).
-bool is_known_errc(std::uint32_t value) {
-  if (value == 0 || value > 255)
-    return false;
-  return to_string(static_cast<errc>(value)) != "unknown";
-}
-
 std::string frame_bytes(const request& req) {
   auto bytes = encode_frame(encode_request(req));
   // A request too big for one frame cannot be sent; an empty string marks

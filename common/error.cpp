@@ -29,4 +29,10 @@ std::string error::to_string() const {
   return out;
 }
 
+bool is_known_errc(std::uint32_t value) noexcept {
+  if (value == 0 || value > 0xff)
+    return false;
+  return to_string(static_cast<errc>(value)) != "unknown";
+}
+
 } // namespace tally

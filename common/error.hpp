@@ -44,6 +44,11 @@ enum class errc : std::uint8_t {
 /// Short stable name of a code, for logs and messages ("overflow").
 std::string_view to_string(errc code) noexcept;
 
+/// True for a number that names an errc other than ok. Codes travel as
+/// numbers (Tally's protocol extensions); a newer node may send one this
+/// build does not know.
+bool is_known_errc(std::uint32_t value) noexcept;
+
 inline std::ostream& operator<<(std::ostream& os, errc code) {
   return os << to_string(code);
 }

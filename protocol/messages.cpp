@@ -463,12 +463,6 @@ expected<commit_resp> decode_commit_resp(const pb::ApbCommitResp& msg,
   return out;
 }
 
-bool is_known_errc(std::uint32_t value) {
-  if (value == 0 || value > std::numeric_limits<std::uint8_t>::max())
-    return false;
-  return to_string(static_cast<errc>(value)) != "unknown";
-}
-
 } // namespace
 
 // ---- public functions --------------------------------------------------------
