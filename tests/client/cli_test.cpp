@@ -2,8 +2,7 @@
 // 'cluster status' and 'cluster leave' against the scripted fake node
 // (fake_server.hpp), and 'cluster local' with a fake tallyd (a shell script
 // placed next to a copy of the tally binary) that records its arguments.
-// The real tallyd cannot be used here yet: it needs the cluster flags
-// (--cluster-port, --join) to start a cluster node.
+// tests/cluster/ runs 'cluster local' with the real tallyd.
 #include <boost/test/unit_test.hpp>
 
 #ifdef TALLY_CLI_PATH
@@ -25,10 +24,10 @@
 
 #include "protocol/messages.hpp"
 #include "tests/client/fake_server.hpp"
-
-extern char** environ;
+#include "tests/support/child_process.hpp"
 
 using namespace tally;
+using namespace tally::test;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -48,87 +47,6 @@ struct temp_dir {
   }
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in{p};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// A started CLI process whose stdout and stderr go to files in `dir`.
-struct cli_process {
-  pid_t pid = -1;
-  fs::path out, err;
-
-  cli_process(const std::string& binary, const std::vector<std::string>& args,
-              const fs::path& dir, const std::vector<std::string>& env = {}) {
-    out = dir / "stdout";
-    err = dir / "stderr";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> all{binary};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e)
-      env_strings.emplace_back(*e);
-    for (const auto& e : env) { // override by name
-      auto name = e.substr(0, e.find('=') + 1);
-      for (auto& s : env_strings)
-        if (s.rfind(name, 0) == 0)
-          s.clear();
-      env_strings.push_back(e);
-    }
-    std::vector<char*> envp;
-    for (auto& e : env_strings)
-      if (!e.empty())
-        envp.push_back(e.data());
-    envp.push_back(nullptr);
-    BOOST_REQUIRE(posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(),
-                              envp.data())
-                  == 0);
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~cli_process() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-
-  /// The exit code; -1 when it did not exit within `limit` (then killed).
-  int wait(std::chrono::milliseconds limit = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    int status = 0;
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline)
-        return -1;
-      std::this_thread::sleep_for(10ms);
-    }
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  /// Waits until stdout contains `text`; false after `limit`.
-  bool wait_for_stdout(const std::string& text,
-                       std::chrono::milliseconds limit = 10s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (slurp(out).find(text) != std::string::npos)
-        return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-};
-
 struct cli_result {
   int code = -1;
   std::string out, err;
@@ -138,7 +56,8 @@ cli_result run_cli(const std::vector<std::string>& args,
                    const std::vector<std::string>& env = {},
                    const std::string& binary = TALLY_CLI_PATH) {
   temp_dir dir;
-  cli_process p{binary, args, dir.path, env};
+  child_process p{binary, args, dir.path, env};
+  BOOST_REQUIRE(p.started());
   cli_result r;
   r.code = p.wait();
   r.out = slurp(p.out);
@@ -276,11 +195,12 @@ BOOST_AUTO_TEST_CASE(cluster_local_starts_nodes_in_order_and_stops_them) {
   cli_install install{true};
   auto data = install.dir.path / "data";
   temp_dir out;
-  cli_process p{install.tally,
+  child_process p{install.tally,
                 {"cluster", "local", "--nodes", "3", "--base-port", "31000",
                  "--data-dir", data.string(), "--partitions", "16",
                  "--durability", "none"},
                 out.path};
+  BOOST_REQUIRE(p.started());
   BOOST_REQUIRE_MESSAGE(p.wait_for_stdout("stop:"), slurp(p.err));
   auto summary = slurp(p.out);
   for (auto part : {"3 nodes", "client port 31000", "client port 31001",
@@ -354,11 +274,12 @@ BOOST_AUTO_TEST_CASE(cluster_local_reports_a_node_that_dies_and_keeps_the_rest) 
   cli_install install{true};
   auto data = install.dir.path / "data";
   temp_dir out;
-  cli_process p{install.tally,
+  child_process p{install.tally,
                 {"cluster", "local", "--nodes", "3", "--base-port", "31300",
                  "--data-dir", data.string()},
                 out.path,
                 {"FAKE_TALLYD_MODE=die", "FAKE_TALLYD_PORT=31301"}};
+  BOOST_REQUIRE(p.started());
   BOOST_REQUIRE_MESSAGE(p.wait_for_stdout("stop:"), slurp(p.err));
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (!contains(slurp(p.err), "exited with code 4")

@@ -12,14 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "client/client.hpp"
 #include "clock/vector_clock.hpp"
 #include "protocol/descriptor.hpp"
 #include "ring/partition.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/tallyd_process.hpp"
 
 namespace tally::test {
@@ -145,40 +143,13 @@ inline finished_run run_tallyd(const std::vector<std::string>& args,
                                std::chrono::milliseconds limit) {
   temp_dir out_dir;
   std::filesystem::create_directories(out_dir.path);
-  auto out_path = out_dir.path + "/out.txt";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<std::string> all{TALLYD_PATH};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(TALLYD_PATH, argv.data());
-    ::_exit(127);
-  }
   finished_run r;
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  for (;;) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    child_process p{TALLYD_PATH, args, out_dir.path};
+    if (p.started())
+      r.exit_code = p.wait(limit);
+    r.output = slurp(p.err) + slurp(p.out);
   }
-  std::ifstream in{out_path};
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  r.output = buf.str();
   return r;
 }
 

@@ -23,6 +23,7 @@
 #include "actors/handoff.hpp"
 #include "actors/wire.hpp"
 #include "tests/cluster/cluster_support.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/seeded_rng.hpp"
 
 using namespace tally;
@@ -543,28 +544,18 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
     // first started with.
     auto dir = d.path + "/try" + std::to_string(attempt);
     std::filesystem::create_directories(dir);
-    auto out_path = dir + "/out.txt";
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::string nodes = "2", data = dir + "/data", port = std::to_string(base);
-      char* argv[] = {const_cast<char*>(TALLY_CLI_PATH), const_cast<char*>("cluster"),
-                      const_cast<char*>("local"), const_cast<char*>("--nodes"), nodes.data(),
-                      const_cast<char*>("--data-dir"), data.data(),
-                      const_cast<char*>("--base-port"), port.data(),
-                      const_cast<char*>("--partitions"), const_cast<char*>("8"), nullptr};
-      ::execv(TALLY_CLI_PATH, argv);
-      ::_exit(127);
-    }
+    child_process tally{TALLY_CLI_PATH,
+                        {"cluster", "local", "--nodes", "2", "--data-dir", dir + "/data",
+                         "--base-port", std::to_string(base), "--partitions", "8"},
+                        dir};
+    BOOST_REQUIRE(tally.started());
     // Both nodes serve and see each other as valid, reachable members.
     std::string text;
     auto deadline = clock_type::now() + std::chrono::seconds(20);
     bool exited = false;
+    int code = -1;
     while (clock_type::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
+      if (tally.exited(code)) {
         exited = true; // ports taken: try another base
         break;
       }
@@ -579,7 +570,7 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (exited) {
-      std::ifstream in{out_path};
+      std::istringstream in{slurp(tally.err)};
       std::string line, why;
       while (std::getline(in, line))
         if (line.find("tally:") == 0 || line.find("ERROR") != std::string::npos)
@@ -587,11 +578,9 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
       BOOST_TEST_MESSAGE("tally cluster local stopped (ports taken?):" << why);
       continue;
     }
-    ::kill(pid, SIGTERM);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    ::kill(tally.pid, SIGTERM);
     BOOST_TEST(text.find("valid | up") != std::string::npos, text);
-    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    BOOST_TEST(tally.wait() == 0);
     BOOST_TEST(try_connect(static_cast<std::uint16_t>(base)) < 0); // stopped
     BOOST_TEST(try_connect(static_cast<std::uint16_t>(base + 1)) < 0);
     return;
