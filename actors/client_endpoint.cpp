@@ -13,6 +13,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/log.hpp"
 #include "actors/node_context.hpp"
+#include "actors/partition_core.hpp" // wall_clock_us
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
 
@@ -109,7 +110,9 @@ void run_admin(conn_self self, caf::io::connection_handle hdl, std::uint64_t slo
 void dispatch(conn_self self, caf::io::connection_handle hdl,
               const std::shared_ptr<const node_context>& ctx, frame f) {
   auto& st = self->state;
-  auto req = decode_request(f.code, f.body);
+  // Validation at the door: nothing outside the limits reaches a partition.
+  auto req = decode_valid_request(f.code, f.body, ctx->limits.requests,
+                                  wall_clock_us());
   if (!req && req.err().code() == errc::unavailable) {
     // An unknown code: AntidoteDB closes the connection.
     log(log_level::warn, "client sent unknown message code ",

@@ -293,6 +293,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.path = (root / "partitions" / std::to_string(i)).string();
     po.mode = cfg.mode;
     po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
+    po.map_size = cfg.map_size;
     po.snapshot_retention_us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(
         cfg.snapshot_retention)

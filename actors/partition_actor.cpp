@@ -98,7 +98,7 @@ void flush_now(partition_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
   auto res = st.core->flush();
-  if (!res)
+  if (!res && st.core->stopped())
     log(log_level::error, "partition ", st.core->index(),
         ": journal write failed, partition stopped: ", res.err().to_string());
   publish(self);
@@ -309,6 +309,9 @@ void on_tick(partition_self self) {
   ++st.ticks;
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
+  // Decisions kept after a failed batch (a full map) are retried.
+  if (st.core->has_staged() && !st.core->stopped())
+    schedule_flush(self);
   auto every = st.timers.checkpoint_every();
   if (every > 0 && st.ticks % every == 0)
     run_checkpoint(self);

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "actors/log.hpp"
+#include "protocol/request_limits.hpp"
 
 namespace tally {
 
@@ -93,6 +94,10 @@ private:
   checkpoint_store& store_;
 };
 
+// The door's default bound is the journal's: a key the door lets through is
+// one the journal can index.
+static_assert(request_limits{}.max_object_key_bytes == max_object_key_bytes);
+
 std::uint64_t sub_floor(std::uint64_t a, std::uint64_t b) noexcept {
   return a > b ? a - b : 0;
 }
@@ -113,7 +118,8 @@ partition_core::open(partition_options opts) {
   jo.partition_id = o.index;
   jo.mode = o.mode;
   jo.collect_effects = false; // keys load on demand through the index
-  auto opened = journal::open(jo);
+  jo.map_size = o.map_size;
+  auto opened = journal::open(jo, o.env);
   if (!opened)
     return opened.err();
   self->log_ = std::move(opened->log);
@@ -282,6 +288,17 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   if (prepared_.count(tx) != 0)
     return make_error(errc::invalid_argument,
                       "transaction already staged at this partition");
+  // A key the journal cannot index would fail the whole batch at flush():
+  // refused here, so it fails this transaction only (the door refuses it
+  // first: protocol/request_limits.hpp).
+  for (const auto& u : updates)
+    if (u.key.bucket.size() + u.key.key.size() > max_object_key_bytes) {
+      auto k = encode_object_key(u.key);
+      return make_error(errc::invalid_argument,
+                        "partition " + std::to_string(opts_.index) + ": "
+                          + (k ? std::string{"object key too long"}
+                               : k.err().message()));
+    }
   prepare_outcome out;
   prepared_tx p;
   // Checked before anything is recorded, so a failed exact check leaves no
@@ -354,12 +371,9 @@ status partition_core::stage_commit(const tx_id& tx,
 }
 
 status partition_core::stage_abort(const tx_id& tx) {
-  auto i = prepared_.find(tx);
-  if (i == prepared_.end())
+  if (prepared_.count(tx) == 0)
     return {};
-  release_in_flight(i->second);
-  prepare_times_.erase(prepare_times_.find(i->second.prepare_time));
-  prepared_.erase(i);
+  drop_prepared(tx);
   if (failed_)
     return {};
   staged_.push_back(abort_record{tx});
@@ -373,6 +387,11 @@ status partition_core::flush() {
   if (failed_)
     return *failed_;
   auto range = log_->append(staged_);
+  // Only a storage I/O failure stops the partition. Anything else (a full
+  // map, a record the journal refuses) left the journal usable with nothing
+  // of the batch applied: fail that batch's transactions and keep serving.
+  if (!range && range.err().code() != errc::io_error && !log_->stopped())
+    return fail_batch(range.err());
   status synced;
   if (range && log_->mode() == durability::batch)
     synced = log_->sync();
@@ -424,6 +443,49 @@ status partition_core::flush() {
   staged_.clear();
   staged_refs_.clear();
   return {};
+}
+
+status partition_core::fail_batch(const error& cause) {
+  // Transactions whose updates or prepare are in the batch never became
+  // durable: they are dropped (in-flight ids and prepare time released), so
+  // their coordinators get the error and abort, and a retry can apply. A
+  // commit or abort of a transaction prepared in an earlier batch is a
+  // decision already taken elsewhere: it stays staged and is written by the
+  // next flush (the transaction stays prepared until then, so reads above
+  // its prepare time wait, as for any prepared transaction).
+  std::set<tx_id> fresh;
+  for (std::size_t r = 0; r < staged_.size(); ++r)
+    if (std::holds_alternative<update_record>(staged_[r])
+        || std::holds_alternative<prepare_record>(staged_[r]))
+      fresh.insert(staged_refs_[r].tx);
+  std::vector<journal_record> kept;
+  std::vector<staged_ref> kept_refs;
+  for (std::size_t r = 0; r < staged_.size(); ++r) {
+    if (fresh.count(staged_refs_[r].tx) != 0)
+      continue;
+    kept.push_back(std::move(staged_[r]));
+    kept_refs.push_back(std::move(staged_refs_[r]));
+  }
+  for (const auto& tx : fresh)
+    drop_prepared(tx);
+  staged_ = std::move(kept);
+  staged_refs_ = std::move(kept_refs);
+  ++failed_batches_;
+  tally::log(log_level::warn, "partition ", opts_.index, ": a write batch of ",
+             fresh.size(), " transaction(s) failed and was not applied (",
+             cause.to_string(), "); the partition keeps serving");
+  return make_error(cause.code(),
+                    "partition " + std::to_string(opts_.index)
+                      + ": write not applied: " + cause.message());
+}
+
+void partition_core::drop_prepared(const tx_id& tx) {
+  auto i = prepared_.find(tx);
+  if (i == prepared_.end())
+    return;
+  release_in_flight(i->second);
+  prepare_times_.erase(prepare_times_.find(i->second.prepare_time));
+  prepared_.erase(i);
 }
 
 std::size_t partition_core::advance_filters() {

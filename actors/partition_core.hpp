@@ -104,6 +104,11 @@ struct partition_options {
   /// times. Tests control it.
   std::function<std::uint64_t()> now_us = wall_clock_us;
   std::function<fbf_time()> now_fbf = steady_fbf_now;
+  /// The LMDB map size (tallyd --map-size).
+  std::uint64_t map_size = default_map_size;
+  /// The journal's I/O seam: nullptr opens LMDB at `path`; tests pass a
+  /// fault_env to inject a full map.
+  std::shared_ptr<storage_env> env;
 };
 
 /// What checkpoint() did.
@@ -229,9 +234,20 @@ public:
   /// True when staged records wait for flush().
   bool has_staged() const noexcept { return !staged_.empty(); }
 
-  /// Appends and syncs the staged batch, then applies its commits. On error
-  /// the journal is fail-stopped and every later write fails.
+  /// Appends and syncs the staged batch, then applies its commits. Only a
+  /// storage I/O failure (errc::io_error) fail-stops the journal: every
+  /// later write fails. Any other append error (errc::storage_full for a
+  /// full LMDB map, errc::invalid_argument for a record the journal
+  /// refuses) applied nothing and is returned: the transactions whose
+  /// updates were in the batch are dropped (their ids and prepare times
+  /// released, so a retry applies), commits and aborts of transactions
+  /// prepared earlier stay staged for the next flush, and the partition
+  /// keeps serving reads and writes.
   status flush();
+  /// Batches that failed without stopping the partition.
+  std::uint64_t failed_batches() const noexcept { return failed_batches_; }
+  /// True after a storage I/O failure: every write fails until a restart.
+  bool stopped() const noexcept { return failed_.has_value(); }
 
   /// Prepared transactions found at recovery with no decision.
   const std::vector<undecided_prepare>& undecided() const noexcept {
@@ -281,6 +297,11 @@ private:
   expected<forgetful_bloom_filter*> fbf_for(const std::string& bucket);
   expected<bool> is_duplicate(const std::string& bucket, const op_id& id);
   void release_in_flight(const prepared_tx& p);
+  // Forgets a prepared or staged transaction: its in-flight ids and its
+  // prepare time are released.
+  void drop_prepared(const tx_id& tx);
+  // flush() after an append error that left the journal usable.
+  status fail_batch(const error& cause);
 
   partition_options opts_;
   std::unique_ptr<journal> log_;
@@ -305,6 +326,7 @@ private:
   std::uint64_t dismissed_ = 0;
   std::uint64_t fbf_false_positives_ = 0;
   std::uint64_t fbf_confirmed_ = 0;
+  std::uint64_t failed_batches_ = 0;
   std::optional<error> failed_;
 };
 

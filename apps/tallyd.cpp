@@ -43,6 +43,11 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --max-frame-size BYTES  largest client frame (default 16777216)
   --max-transactions N    open interactive transactions (default 10000)
   --max-connections N     client connections (default 1024)
+  --max-clock-skew-ms MS  refuse a client clock further ahead of this node's
+                          clock (default 5000; 0 = no check)
+  --map-size BYTES        each partition's LMDB map size (default 1073741824);
+                          a full map fails writes with "storage full",
+                          reads go on
   --tx-timeout-ms MS      idle interactive transactions abort (default 30000)
   --request-timeout-ms MS how long a coordinator waits for a partition, local
                           or remote, before the client gets a timeout error
@@ -125,6 +130,13 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_open_transactions = parse_uint(key, v, 1u << 30);
   } else if (key == "max-connections") {
     cfg.limits.max_connections = parse_uint(key, v, 1u << 20);
+  } else if (key == "max-clock-skew-ms") {
+    cfg.limits.requests.max_clock_skew_us =
+      parse_uint(key, v, 86400000) * 1000;
+  } else if (key == "map-size") {
+    cfg.map_size = parse_uint(key, v, std::uint64_t{1} << 44);
+    if (cfg.map_size < (std::uint64_t{1} << 20))
+      throw bad_flag{"--map-size is at least 1048576"};
   } else if (key == "tx-timeout-ms") {
     cfg.limits.tx_idle_timeout =
       std::chrono::milliseconds(parse_uint(key, v, 86400000));

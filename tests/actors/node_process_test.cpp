@@ -26,6 +26,7 @@
 #include "protocol/descriptor.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
+#include "ring/partition.hpp"
 #include "tests/actors/node_process_support.hpp"
 
 using namespace tally;
@@ -564,6 +565,69 @@ BOOST_AUTO_TEST_CASE(fbf_window_below_the_retry_timeout_is_refused_with_exit_2) 
     BOOST_TEST(WIFEXITED(status));
     BOOST_TEST(WEXITSTATUS(status) == 2, bad[0]);
   }
+}
+
+// Issue 17, defect 1: an over-long key used to stop its partition (the
+// journal refused the batch and the failure was treated as fatal), after
+// which writes there failed and reads froze. Now it is refused at the door
+// with an error naming the limit, and every partition keeps serving.
+BOOST_AUTO_TEST_CASE(over_long_key_is_refused_and_every_partition_keeps_serving) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  const std::uint32_t q = 4;
+  BOOST_REQUIRE(s.start({"--partitions", std::to_string(q)}));
+  conn c{s.port};
+  static_update_objects_req bad;
+  bad.updates = {update_op{bound_object{object_key{"fb", std::string(600, 'k')},
+                                        crdt_type::counter},
+                           counter_op{counter_update{1}, std::nullopt}}};
+  auto r = c.call(bad);
+  auto* e = std::get_if<error_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(e, "expected an ErrorResp for a 602-byte object");
+  BOOST_TEST(e->err.code() == errc::invalid_argument);
+  BOOST_TEST(e->err.message().find("max_object_key_bytes") != std::string::npos);
+  BOOST_TEST(e->err.message().find("509") != std::string::npos);
+  // Interactive: refused in UpdateObjects too, the transaction still usable.
+  auto start = c.call(start_transaction_req{});
+  auto desc = std::get<start_transaction_resp>(start).transaction_descriptor;
+  auto up = c.call(update_objects_req{bad.updates, desc});
+  BOOST_TEST(std::holds_alternative<error_resp>(up));
+  BOOST_TEST(std::get<operation_resp>(c.call(abort_transaction_req{desc})).success);
+  // One key per partition: each is written twice and reads back exactly.
+  std::vector<std::string> keys(q);
+  std::vector<bool> found(q, false);
+  for (int i = 0, left = static_cast<int>(q); left > 0 && i < 10000; ++i) {
+    auto k = "k" + std::to_string(i);
+    auto p = partition_for("bucket", k, q);
+    BOOST_REQUIRE(p);
+    if (!found[*p]) {
+      found[*p] = true;
+      keys[*p] = k;
+      --left;
+    }
+  }
+  std::string clock;
+  for (int round = 1; round <= 2; ++round) {
+    std::vector<update_op> ups;
+    for (std::uint32_t p = 0; p < q; ++p) {
+      BOOST_REQUIRE(found[p]);
+      ups.push_back(inc(keys[p], static_cast<std::int64_t>(p) + 1));
+    }
+    clock = static_update(c, ups);
+  }
+  auto vals = read_values(c, keys, clock);
+  for (std::uint32_t p = 0; p < q; ++p)
+    BOOST_TEST(vals[p] == 2 * (static_cast<std::int64_t>(p) + 1));
+  // A read without a clock sees them too once the node's stable time passes
+  // the commit (bounded: the stable time is the physical clock).
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; ++i) {
+    seen = read_values(c, keys) == vals;
+    if (!seen)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_TEST(seen);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,9 @@
 #include <string>
 
 #include "actors/partition_core.hpp"
+#include <lmdb.h>
+
+#include "journal/fault_env.hpp"
 
 using namespace tally;
 
@@ -654,6 +657,82 @@ BOOST_AUTO_TEST_CASE(tallyd_fbf_settings_are_validated) {
   auto off = tallyd_fbf_config(milliseconds{2000}, 2, milliseconds{5000}, 0.0);
   BOOST_TEST(!off.adaptive);
   BOOST_TEST(fbf_max_id_lifetime(off).count() == 4 * 5000);
+}
+
+// ---- issue 17, defect 1: a request's content never stops a partition -------
+
+BOOST_AUTO_TEST_CASE(too_long_key_fails_its_transaction_only) {
+  auto c = open();
+  const std::string long_key(600, 'k');
+  auto p = c->stage_prepare(
+    {1, 1}, {inc("ok", 1), tx_update{object_key{"b", long_key},
+                                     crdt_type::counter, counter_effect{1}, {}}},
+    0, false);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST(p.err().code() == errc::invalid_argument);
+  BOOST_TEST(p.err().message().find("at most 509") != std::string::npos);
+  BOOST_TEST(c->prepared_count() == 0u);
+  BOOST_TEST(!c->has_staged());
+  // The partition keeps serving.
+  auto t = commit1(*c, {1, 2}, {inc("ok", 5)});
+  BOOST_TEST(!c->stopped());
+  BOOST_TEST(value_at(*c, "ok", t) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(full_map_fails_the_batch_and_writes_resume) {
+  std::filesystem::create_directories(dir);
+  auto env = fault_env::open(lmdb_options{dir.string(), default_map_size});
+  BOOST_REQUIRE(env);
+  auto o = options();
+  o.env = *env;
+  auto c = open_with(std::move(o));
+  // B prepared (durable) before the map fills.
+  auto pb = c->stage_prepare({1, 1}, {inc("b", 7)}, 0, true);
+  BOOST_REQUIRE(pb);
+  BOOST_REQUIRE(c->flush());
+  auto t0 = commit1(*c, {1, 2}, {inc("x", 1)});
+  // The next commit finds the map full: B's commit decision and a new
+  // one-step transaction C with an op id are in the batch.
+  (*env)->inject(fault_spec{fault_point::commit, 1, MDB_MAP_FULL, false});
+  BOOST_REQUIRE(c->stage_commit({1, 1}, pb->prepare_time + 5));
+  auto pc = c->stage_prepare({1, 3}, {inc("x", 10, op_id{4, 1})}, 0, false);
+  BOOST_REQUIRE(pc);
+  BOOST_REQUIRE(c->stage_commit({1, 3}, pc->prepare_time));
+  auto f = c->flush();
+  BOOST_REQUIRE(!f);
+  BOOST_TEST(f.err().code() == errc::storage_full);
+  BOOST_TEST(!c->stopped());
+  BOOST_TEST(c->failed_batches() == 1u);
+  // C was dropped (its id released), B's commit stays staged.
+  BOOST_TEST(c->prepared_count() == 1u);
+  BOOST_TEST(c->has_staged());
+  // Reads keep working below B's prepare time.
+  BOOST_TEST(value_at(*c, "x", t0) == 1);
+  // Space returns (the fault fired once): the decision is written, and a
+  // retry of C with the same op id applies exactly once.
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->prepared_count() == 0u);
+  auto t1 = commit1(*c, {1, 4}, {inc("x", 10, op_id{4, 1})});
+  BOOST_TEST(value_at(*c, "x", t1) == 11);
+  BOOST_TEST(value_at(*c, "b", t1) == 7);
+  auto t2 = commit1(*c, {1, 5}, {inc("x", 10, op_id{4, 1})});
+  BOOST_TEST(value_at(*c, "x", t2) == 11); // the second retry is a duplicate
+}
+
+BOOST_AUTO_TEST_CASE(storage_io_error_still_stops_the_partition) {
+  std::filesystem::create_directories(dir);
+  auto env = fault_env::open(lmdb_options{dir.string(), default_map_size});
+  BOOST_REQUIRE(env);
+  auto o = options();
+  o.env = *env;
+  auto c = open_with(std::move(o));
+  (*env)->inject(fault_spec{fault_point::commit, 1, EIO, false});
+  auto p = c->stage_prepare({1, 1}, {inc("x", 1)}, 0, false);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->stage_commit({1, 1}, p->prepare_time));
+  BOOST_REQUIRE(!c->flush());
+  BOOST_TEST(c->stopped());
+  BOOST_TEST(!c->stage_prepare({1, 2}, {inc("x", 1)}, 0, false));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
