@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -31,6 +32,13 @@ struct waiting_write {
   part_time_resp time;
 };
 
+// A prepare that waits in partition_core for the outcome of another
+// transaction holding one of its op ids (partition_core::take_ready).
+struct parked_prepare {
+  caf::response_promise rp;
+  bool two_phase = false;
+};
+
 struct waiting_read {
   part_read_req req;
   caf::response_promise rp;
@@ -58,6 +66,7 @@ struct partition_state {
   std::uint32_t index = 0;
   std::vector<waiting_write> writes;
   std::vector<waiting_read> reads;
+  std::map<tx_id, parked_prepare> parked;
   bool flush_scheduled = false;
   bool retry_scheduled = false;
   partition_mode mode = partition_mode::serving;
@@ -94,6 +103,8 @@ part_read_resp serve(partition_core& core, const part_read_req& req) {
   return out;
 }
 
+void redrive_ready(partition_self self);
+
 void flush_now(partition_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
@@ -115,6 +126,50 @@ void flush_now(partition_self self) {
     } else {
       w.rp.deliver(encode_wire(w.time));
     }
+  }
+  redrive_ready(self);
+}
+
+void schedule_flush(partition_self self);
+
+// The rest of a prepare once partition_core has answered: parked while it
+// waits for another transaction's outcome, else staged (plus the commit of
+// a one-step transaction) and answered after the flush.
+void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
+                   expected<prepare_outcome> out, caf::response_promise rp) {
+  auto& st = self->state;
+  if (out && out->blocked_by) {
+    st.parked[tx] = parked_prepare{std::move(rp), two_phase};
+    return;
+  }
+  if (!out) {
+    rp.deliver(encode_wire(part_time_resp{out.err(), 0, 0}));
+    return;
+  }
+  if (!two_phase) {
+    if (auto c = st.core->stage_commit(tx, out->prepare_time); !c) {
+      rp.deliver(encode_wire(part_time_resp{c.err(), 0, 0}));
+      return;
+    }
+  }
+  st.writes.push_back(
+    {std::move(rp), false,
+     part_time_resp{std::nullopt, out->prepare_time, out->dismissed}});
+  publish(self);
+  schedule_flush(self);
+}
+
+// Re-drives the parked prepares whose blocking transaction is decided.
+void redrive_ready(partition_self self) {
+  auto& st = self->state;
+  for (const auto& tx : st.core->take_ready()) {
+    auto i = st.parked.find(tx);
+    if (i == st.parked.end())
+      continue;
+    auto parked = std::move(i->second);
+    st.parked.erase(i);
+    admit_prepare(self, tx, parked.two_phase, st.core->resume_prepare(tx),
+                  std::move(parked.rp));
   }
 }
 
@@ -191,6 +246,12 @@ void close_if_drained(partition_self self) {
   for (auto& r : st.reads)
     defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
   st.reads.clear();
+  for (auto& [tx, p] : st.parked)
+    p.rp.deliver(error_reply_bytes(
+      part_prepare_atom::value,
+      make_error(errc::timeout, "partition " + std::to_string(st.index)
+                                  + " was moving to another node; retry")));
+  st.parked.clear();
   st.core.reset(); // closes the LMDB environment
   if (st.slot)
     st.slot->store(UINT64_MAX, std::memory_order_release);
@@ -336,6 +397,11 @@ caf::behavior partition_fn(partition_self self,
       r.rp.deliver(encode_wire(
         part_read_resp{make_error(errc::unavailable, "node shutting down"), {}}));
     st.reads.clear();
+    for (auto& [tx, p] : st.parked)
+      p.rp.deliver(error_reply_bytes(
+        part_prepare_atom::value,
+        make_error(errc::unavailable, "node shutting down")));
+    st.parked.clear();
     for (auto& d : st.deferred)
       d.rp.deliver(error_reply_bytes(
         d.kind, make_error(errc::unavailable, "node shutting down")));
@@ -366,18 +432,8 @@ caf::behavior partition_fn(partition_self self,
         return encode_wire(part_time_resp{req.err(), 0, 0});
       auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
                                         req->snapshot_time, req->two_phase);
-      if (!out)
-        return encode_wire(part_time_resp{out.err(), 0, 0});
-      if (!req->two_phase) {
-        auto c = st.core->stage_commit(req->tx, out->prepare_time);
-        if (!c)
-          return encode_wire(part_time_resp{c.err(), 0, 0});
-      }
       auto rp = self->make_response_promise();
-      st.writes.push_back(
-        {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}});
-      publish(self);
-      schedule_flush(self);
+      admit_prepare(self, req->tx, req->two_phase, std::move(out), rp);
       return rp;
     },
     [self](part_commit_atom, std::string& bytes) -> caf::result<std::string> {
@@ -403,6 +459,7 @@ caf::behavior partition_fn(partition_self self,
       if (!req)
         return encode_wire(part_ack{req.err()});
       auto a = st.core->stage_abort(req->tx);
+      redrive_ready(self);
       publish(self);
       if (st.core->has_staged())
         schedule_flush(self);

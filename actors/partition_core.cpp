@@ -184,7 +184,9 @@ partition_core::open(partition_options opts) {
     for (auto& [pos, upd] : u.updates) {
       p.positions.push_back(pos);
       if (upd.op)
-        self->in_flight_.insert({upd.key.bucket, *upd.op});
+        self->in_flight_.emplace(
+          std::make_pair(upd.key.bucket, *upd.op),
+          in_flight_op{u.tx, upd.key, upd.type, upd.effect});
       p.updates.push_back(
         tx_update{std::move(upd.key), upd.type, std::move(upd.effect), upd.op});
     }
@@ -246,29 +248,27 @@ partition_core::fbf_for(const std::string& bucket) {
   return &i->second;
 }
 
-expected<bool> partition_core::is_duplicate(const std::string& bucket,
-                                            const op_id& id) {
-  if (in_flight_.count({bucket, id}) != 0)
-    return true;
+expected<partition_core::committed_op>
+partition_core::find_committed(const std::string& bucket, const op_id& id) {
   auto f = fbf_for(bucket);
   if (!f || !(*f)->contains(id.hash()))
-    return false; // the fast negative path: never seen in the window
+    return committed_op{}; // the fast negative path: never seen in the window
   // DESIGN.md's rule for probabilistic structures: a positive is confirmed
   // exactly. Ids enter the FBF only when their commit is durable, and the
   // commit wrote them to `opids` in the same LMDB transaction.
-  auto committed = log_->find_committed_op(id);
+  auto committed = log_->find_committed_op_entry(id);
   if (!committed)
     return committed.err();
   if (*committed) {
     ++fbf_confirmed_;
-    return true;
+    return committed_op{true, (*committed)->digest};
   }
   ++fbf_false_positives_;
   tally::log(log_level::debug, "partition ", opts_.index,
              ": FBF false positive for op id ", id, " in bucket ", bucket,
              " refuted by the journal, applied (", fbf_false_positives_,
              " so far)");
-  return false;
+  return committed_op{};
 }
 
 void partition_core::release_in_flight(const prepared_tx& p) {
@@ -285,7 +285,7 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
                       "partition " + std::to_string(opts_.index)
                         + " stopped after a failed write: "
                         + failed_->to_string());
-  if (prepared_.count(tx) != 0)
+  if (prepared_.count(tx) != 0 || pending_.count(tx) != 0)
     return make_error(errc::invalid_argument,
                       "transaction already staged at this partition");
   // A key the journal cannot index would fail the whole batch at flush():
@@ -299,35 +299,77 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
                           + (k ? std::string{"object key too long"}
                                : k.err().message()));
     }
+  // Checked before anything is recorded, so a failed exact check, a
+  // conflict or a wait leaves no trace (the client retries the same ids).
+  // `mine`: ids earlier in this transaction, by index into `updates`.
   prepare_outcome out;
-  prepared_tx p;
-  // Checked before anything is recorded, so a failed exact check leaves no
-  // trace (the client retries the same ids). `mine`: ids earlier in this
-  // transaction count as in flight.
-  std::set<std::pair<std::string, op_id>> mine;
-  for (auto& u : updates) {
-    if (u.op) {
-      std::pair<std::string, op_id> entry{u.key.bucket, *u.op};
-      bool dup = mine.count(entry) != 0;
-      if (!dup) {
-        auto d = is_duplicate(u.key.bucket, *u.op);
-        if (!d)
-          return make_error(d.err().code(),
-                            "partition " + std::to_string(opts_.index)
-                              + ": duplicate check of op id failed: "
-                              + d.err().message());
-        dup = *d;
-      }
-      if (dup) {
-        ++out.dismissed;
-        continue;
-      }
-      mine.insert(std::move(entry));
+  std::vector<bool> dup(updates.size(), false);
+  std::map<std::pair<std::string, op_id>, std::size_t> mine;
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    const auto& u = updates[i];
+    if (!u.op)
+      continue;
+    std::pair<std::string, op_id> entry{u.key.bucket, *u.op};
+    if (auto m = mine.find(entry); m != mine.end()) {
+      const auto& first = updates[m->second];
+      if (!same_op(first.key, first.type, first.effect, u))
+        return conflicting_reuse(*u.op, u);
+      dup[i] = true;
+      continue;
     }
+    mine.emplace(entry, i);
+    if (auto f = in_flight_.find(entry); f != in_flight_.end()) {
+      const auto& orig = f->second;
+      if (!same_op(orig.key, orig.type, orig.effect, u))
+        return conflicting_reuse(*u.op, u);
+      // The original is undecided: whether this retry is a duplicate
+      // depends on its outcome. Wait for it (take_ready()), unless waiting
+      // could close a cycle: a two-phase transaction may hold ids at other
+      // partitions, where the original may wait for it (two copies of one
+      // multi-partition transaction sent at once). Wait-die on tx_id order:
+      // only a larger id waits for a smaller one, so no cycle can form;
+      // the other fails at once, applying nothing, and is retried by its
+      // client. A one-step transaction holds nothing elsewhere: it waits.
+      if (two_phase && !(orig.owner < tx))
+        return make_error(
+          errc::aborted,
+          "op id <" + std::to_string(u.op->client) + ","
+            + std::to_string(u.op->seq)
+            + "> is in flight in another undecided transaction at partition "
+            + std::to_string(opts_.index)
+            + ": nothing applied, retry (its outcome decides whether the "
+              "retry is a duplicate)");
+      out.blocked_by = orig.owner;
+      pending_.emplace(tx, pending_prepare{std::move(updates), snapshot_time,
+                                           two_phase, orig.owner, false});
+      return out;
+    }
+    auto c = find_committed(u.key.bucket, *u.op);
+    if (!c)
+      return make_error(c.err().code(),
+                        "partition " + std::to_string(opts_.index)
+                          + ": duplicate check of op id failed: "
+                          + c.err().message());
+    if (c->committed) {
+      // Entries written before digests existed cannot be compared.
+      if (c->digest && *c->digest != op_digest(u.key, u.type, u.effect))
+        return conflicting_reuse(*u.op, u);
+      dup[i] = true;
+    }
+  }
+  prepared_tx p;
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    if (dup[i]) {
+      ++out.dismissed;
+      continue;
+    }
+    auto& u = updates[i];
+    if (u.op)
+      in_flight_.emplace(std::make_pair(u.key.bucket, *u.op),
+                         in_flight_op{tx, u.key, u.type, u.effect});
     p.updates.push_back(std::move(u));
   }
   dismissed_ += out.dismissed;
-  in_flight_.insert(mine.begin(), mine.end());
   p.prepare_time = tick(snapshot_time + 1);
   out.prepare_time = p.prepare_time;
   for (std::size_t i = 0; i < p.updates.size(); ++i) {
@@ -343,6 +385,49 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   prepare_times_.insert(p.prepare_time);
   prepared_.emplace(tx, std::move(p));
   return out;
+}
+
+bool partition_core::same_op(const object_key& key, crdt_type type,
+                             const crdt_effect& effect, const tx_update& u) {
+  return key == u.key && type == u.type && effect == u.effect;
+}
+
+error partition_core::conflicting_reuse(const op_id& id, const tx_update& u) {
+  return make_error(errc::invalid_argument,
+                    "conflicting reuse of op id <" + std::to_string(id.client) + ","
+                      + std::to_string(id.seq) + ">"
+                      + ": it was already used for another operation than "
+                        "this one on " + u.key.bucket.substr(0, 64) + "/"
+                      + u.key.key.substr(0, 64)
+                      + " (a retry must resend the same key and delta; a "
+                        "new operation needs a new op id)");
+}
+
+std::vector<tx_id> partition_core::take_ready() {
+  std::vector<tx_id> out;
+  out.swap(ready_);
+  return out;
+}
+
+expected<prepare_outcome> partition_core::resume_prepare(const tx_id& tx) {
+  auto i = pending_.find(tx);
+  if (i == pending_.end())
+    return make_error(errc::not_found, "no prepare of this transaction is "
+                                       "waiting at this partition");
+  auto pp = std::move(i->second);
+  pending_.erase(i);
+  if (pp.cancelled)
+    return make_error(errc::aborted,
+                      "transaction aborted while its prepare waited for "
+                      "the outcome of a retried op id");
+  return stage_prepare(tx, std::move(pp.updates), pp.snapshot_time,
+                       pp.two_phase);
+}
+
+void partition_core::wake_waiting_for(const tx_id& tx) {
+  for (const auto& [waiting, pp] : pending_)
+    if (!pp.cancelled && pp.blocked_by == tx)
+      ready_.push_back(waiting);
 }
 
 status partition_core::stage_commit(const tx_id& tx,
@@ -371,6 +456,13 @@ status partition_core::stage_commit(const tx_id& tx,
 }
 
 status partition_core::stage_abort(const tx_id& tx) {
+  if (auto w = pending_.find(tx); w != pending_.end()) {
+    if (!w->second.cancelled) {
+      w->second.cancelled = true;
+      ready_.push_back(tx);
+    }
+    return {};
+  }
   if (prepared_.count(tx) == 0)
     return {};
   drop_prepared(tx);
@@ -438,6 +530,9 @@ status partition_core::flush() {
       release_in_flight(p);
       prepare_times_.erase(prepare_times_.find(p.prepare_time));
       prepared_.erase(i);
+      // Its ids are in the FBF and `opids` now: a waiting retry is a
+      // duplicate.
+      wake_waiting_for(ref.tx);
     }
   }
   staged_.clear();
@@ -486,6 +581,7 @@ void partition_core::drop_prepared(const tx_id& tx) {
   release_in_flight(i->second);
   prepare_times_.erase(prepare_times_.find(i->second.prepare_time));
   prepared_.erase(i);
+  wake_waiting_for(tx); // its ids were never applied: a waiting retry applies
 }
 
 std::size_t partition_core::advance_filters() {

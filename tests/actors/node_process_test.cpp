@@ -630,4 +630,79 @@ BOOST_AUTO_TEST_CASE(over_long_key_is_refused_and_every_partition_keeps_serving)
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
+namespace {
+// One key on partition `p` of a ring of `q`.
+std::string key_on(std::uint32_t p, std::uint32_t q, const std::string& prefix) {
+  for (int i = 0; i < 100000; ++i) {
+    auto k = prefix + std::to_string(i);
+    auto at = partition_for("bucket", k, q);
+    if (at && *at == p)
+      return k;
+  }
+  BOOST_FAIL("no key found on partition " << p);
+  return {};
+}
+
+bool succeeded(const response& r) {
+  auto* c = std::get_if<commit_resp>(&r);
+  return c && c->success;
+}
+} // namespace
+
+// Issue 17, defect 2, through the client port. A retry must carry the same
+// operation: another delta under a used op id is refused. And the retry of
+// an op id whose original transaction aborts is applied exactly once,
+// whatever the order in which they meet at the partition: the original T1
+// (a +1 under id X, plus b +7 under an id already used for b +1, so that
+// T1's prepare at b's partition is refused and T1 aborts after a's
+// partition prepared) and the retry T2 (a +1 under X) are sent at once on
+// two connections, many rounds. Before the fix T1 committed (no operation
+// check), and a retry meeting T1 prepared was dropped although T1 aborted.
+// The deterministic interleavings are in partition_core_test.cpp.
+BOOST_AUTO_TEST_CASE(op_id_retries_are_exactly_once_and_must_carry_the_same_operation) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  const std::uint32_t q = 4;
+  BOOST_REQUIRE(s.start({"--partitions", std::to_string(q)}));
+  conn c1{s.port};
+  conn c2{s.port};
+  const std::string a = key_on(0, q, "a");
+  const std::string b = key_on(1, q, "b");
+  // Conflicting reuse: refused with a clear error, nothing applied.
+  auto clock = static_update(c1, {inc(a, 1, op_id{70, 1})});
+  static_update_objects_req reuse;
+  reuse.updates = {inc(a, 2, op_id{70, 1})};
+  auto refused = c1.call(reuse);
+  auto* e = std::get_if<error_resp>(&refused);
+  BOOST_REQUIRE_MESSAGE(e, "a reused op id with another delta must be refused");
+  BOOST_TEST(e->err.message().find("conflicting reuse of op id") != std::string::npos);
+  // The same operation is a duplicate: acknowledged, not applied.
+  clock = static_update(c1, {inc(a, 1, op_id{70, 1})}, clock);
+  BOOST_TEST(read_values(c1, {a}, clock)[0] == 1);
+
+  const std::uint64_t rounds = 40;
+  for (std::uint64_t i = 1; i <= rounds; ++i) {
+    const op_id x{71, i}, z{72, i};
+    clock = static_update(c1, {inc(b, 1, z)}, clock);
+    auto start = c1.call(start_transaction_req{clock});
+    auto desc = std::get<start_transaction_resp>(start).transaction_descriptor;
+    auto up = c1.call(update_objects_req{{inc(a, 1, x), inc(b, 7, z)}, desc});
+    BOOST_REQUIRE(std::get<operation_resp>(up).success);
+    static_update_objects_req retry;
+    retry.transaction.timestamp = clock;
+    retry.updates = {inc(a, 1, x)};
+    c1.send(commit_transaction_req{desc});
+    c2.send(retry);
+    auto t1 = c1.receive();
+    auto t2 = c2.receive();
+    BOOST_TEST(!succeeded(t1), "round " << i << ": T1 must abort");
+    BOOST_REQUIRE_MESSAGE(succeeded(t2), "round " << i << ": the retry commits");
+    clock = std::get<commit_resp>(t2).commit_time;
+  }
+  auto v = read_values(c1, {a, b}, clock);
+  BOOST_TEST(v[0] == static_cast<std::int64_t>(1 + rounds)); // each X once
+  BOOST_TEST(v[1] == static_cast<std::int64_t>(rounds));     // no +7
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

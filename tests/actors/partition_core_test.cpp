@@ -130,14 +130,20 @@ BOOST_AUTO_TEST_CASE(aborted_prepare_releases_safe_time_and_applies_nothing) {
 
 BOOST_AUTO_TEST_CASE(duplicate_op_id_is_dismissed_in_flight_and_after_commit) {
   auto c = open();
-  // In flight: the same id twice before the first commits.
+  // In flight: the same id twice before the first commits. The second
+  // waits for the first's outcome (issue 17), then is a duplicate.
   auto p1 = c->stage_prepare({1, 1}, {inc("x", 10, op_id{7, 1})}, 0, true);
-  auto p2 = c->stage_prepare({1, 2}, {inc("x", 10, op_id{7, 1})}, 0, false);
-  BOOST_REQUIRE(p1 && p2);
+  auto w2 = c->stage_prepare({1, 2}, {inc("x", 10, op_id{7, 1})}, 0, false);
+  BOOST_REQUIRE(p1 && w2);
   BOOST_TEST(p1->dismissed == 0u);
+  BOOST_TEST((w2->blocked_by == tx_id{1, 1}));
+  BOOST_REQUIRE(c->stage_commit({1, 1}, p1->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->take_ready().size() == 1u);
+  auto p2 = c->resume_prepare({1, 2});
+  BOOST_REQUIRE(p2);
   BOOST_TEST(p2->dismissed == 1u);
   BOOST_REQUIRE(c->stage_commit({1, 2}, p2->prepare_time));
-  BOOST_REQUIRE(c->stage_commit({1, 1}, p2->prepare_time));
   BOOST_REQUIRE(c->flush());
   // After commit: the FBF has it.
   auto p3 = c->stage_prepare({1, 3}, {inc("x", 10, op_id{7, 1}), inc("x", 1)},
@@ -194,11 +200,13 @@ BOOST_AUTO_TEST_CASE(prepared_transaction_survives_reopen_and_can_commit) {
   BOOST_REQUIRE_EQUAL(c->undecided().size(), 1u);
   BOOST_TEST(c->undecided()[0].prepare_time == prep);
   BOOST_TEST(c->safe_time() == prep - 1);
-  // Its op id is in flight: a retry meanwhile is dismissed.
+  // Its op id is in flight: a retry meanwhile waits for its outcome.
   auto dup = c->stage_prepare({2, 1}, {inc("x", 6, op_id{8, 8})}, 0, true);
   BOOST_REQUIRE(dup);
-  BOOST_TEST(dup->dismissed == 1u);
+  BOOST_TEST((dup->blocked_by == tx_id{1, 1}));
   BOOST_REQUIRE(c->stage_abort({2, 1}));
+  BOOST_TEST(c->take_ready().size() == 1u);
+  BOOST_TEST(!c->resume_prepare({2, 1}));
   BOOST_REQUIRE(c->stage_commit({1, 1}, prep + 1));
   BOOST_REQUIRE(c->flush());
   BOOST_TEST(value_at(*c, "x", prep + 1) == 6);
@@ -287,9 +295,9 @@ BOOST_AUTO_TEST_CASE(true_duplicates_are_dismissed_committed_and_in_flight) {
   auto p3 = c->stage_prepare({1, 3}, {inc("x", 1, op_id{7, 2})}, 0, true);
   BOOST_REQUIRE(p3);
   BOOST_TEST(p3->dismissed == 0u);
-  auto p4 = c->stage_prepare({1, 4}, {inc("x", 1, op_id{7, 2})}, 0, false);
-  BOOST_REQUIRE(p4);
-  BOOST_TEST(p4->dismissed == 1u);
+  auto w4 = c->stage_prepare({1, 4}, {inc("x", 1, op_id{7, 2})}, 0, false);
+  BOOST_REQUIRE(w4);
+  BOOST_TEST((w4->blocked_by == tx_id{1, 3})); // waits for <1,3>'s outcome
   // Twice in one transaction: the second is a duplicate.
   auto p5 = c->stage_prepare({1, 5}, {inc("x", 1, op_id{7, 3}),
                                       inc("x", 1, op_id{7, 3})},
@@ -297,8 +305,13 @@ BOOST_AUTO_TEST_CASE(true_duplicates_are_dismissed_committed_and_in_flight) {
   BOOST_REQUIRE(p5);
   BOOST_TEST(p5->dismissed == 1u);
   BOOST_REQUIRE(c->stage_commit({1, 3}, p5->prepare_time));
-  BOOST_REQUIRE(c->stage_commit({1, 4}, p5->prepare_time));
   BOOST_REQUIRE(c->stage_commit({1, 5}, p5->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->take_ready().size() == 1u);
+  auto p4 = c->resume_prepare({1, 4});
+  BOOST_REQUIRE(p4);
+  BOOST_TEST(p4->dismissed == 1u); // <1,3> committed: confirmed exactly
+  BOOST_REQUIRE(c->stage_commit({1, 4}, p4->prepare_time));
   BOOST_REQUIRE(c->flush());
   BOOST_TEST(value_at(*c, "x", t) == 5);
   BOOST_TEST(value_at(*c, "x", p5->prepare_time) == 7); // 5 + <7,2> + <7,3>
@@ -733,6 +746,140 @@ BOOST_AUTO_TEST_CASE(storage_io_error_still_stops_the_partition) {
   BOOST_REQUIRE(!c->flush());
   BOOST_TEST(c->stopped());
   BOOST_TEST(!c->stage_prepare({1, 2}, {inc("x", 1)}, 0, false));
+}
+
+// ---- issue 17, defect 2: a retry of an in-flight op id waits ---------------
+
+BOOST_AUTO_TEST_CASE(retry_of_in_flight_id_waits_then_is_a_duplicate_if_original_commits) {
+  auto c = open();
+  const op_id id{9, 1};
+  auto a = c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(c->flush());
+  // The retry arrives while the original is prepared: it waits, unstaged.
+  auto b = c->stage_prepare({1, 2}, {inc("x", 5, id), inc("y", 1)}, 0, false);
+  BOOST_REQUIRE(b);
+  BOOST_REQUIRE(b->blocked_by);
+  BOOST_TEST((*b->blocked_by == tx_id{1, 1}));
+  BOOST_TEST(c->pending_count() == 1u);
+  BOOST_TEST(c->prepared_count() == 1u);
+  BOOST_TEST(!c->has_staged());
+  BOOST_TEST(c->take_ready().empty());
+  // Staged but not durable is not an outcome yet.
+  BOOST_REQUIRE(c->stage_commit({1, 1}, a->prepare_time + 1));
+  BOOST_TEST(c->take_ready().empty());
+  BOOST_REQUIRE(c->flush());
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  BOOST_TEST((ready[0] == tx_id{1, 2}));
+  auto r = c->resume_prepare({1, 2});
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!r->blocked_by);
+  BOOST_TEST(r->dismissed == 1u); // the original committed: a duplicate
+  BOOST_REQUIRE(c->stage_commit({1, 2}, r->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(value_at(*c, "x", r->prepare_time) == 5);
+  BOOST_TEST(value_at(*c, "y", r->prepare_time) == 1);
+  BOOST_TEST(c->pending_count() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(retry_of_in_flight_id_applies_if_original_aborts) {
+  auto c = open();
+  const op_id id{9, 1};
+  auto a = c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(c->flush());
+  auto b = c->stage_prepare({1, 2}, {inc("x", 5, id)}, 0, false);
+  BOOST_REQUIRE(b && b->blocked_by);
+  BOOST_REQUIRE(c->stage_abort({1, 1}));
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  auto r = c->resume_prepare(ready[0]);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->dismissed == 0u); // the original never applied: this one does
+  BOOST_REQUIRE(c->stage_commit({1, 2}, r->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  now += 10;
+  BOOST_TEST(value_at(*c, "x", c->safe_time()) == 5);
+  // And a further retry is now a duplicate.
+  auto t = commit1(*c, {1, 3}, {inc("x", 5, id)});
+  BOOST_TEST(value_at(*c, "x", t) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(abort_of_a_waiting_prepare_cancels_it) {
+  auto c = open();
+  const op_id id{9, 1};
+  BOOST_REQUIRE(c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true));
+  BOOST_REQUIRE(c->flush());
+  auto b = c->stage_prepare({1, 2}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(b && b->blocked_by);
+  BOOST_REQUIRE(c->stage_abort({1, 2})); // its coordinator gave up
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  auto r = c->resume_prepare(ready[0]);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().code() == errc::aborted);
+  BOOST_TEST(c->pending_count() == 0u);
+  // The original's commit later wakes no one.
+  BOOST_REQUIRE(c->stage_commit({1, 1}, c->clock() + 1));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->take_ready().empty());
+}
+
+BOOST_AUTO_TEST_CASE(two_phase_retry_waits_only_for_a_smaller_tx_id) {
+  // Two copies of one multi-partition transaction can meet in opposite
+  // orders at two partitions: each would wait for the other. Wait-die
+  // breaks the cycle: the larger id waits, the smaller fails at once.
+  auto c = open();
+  const op_id id{9, 1};
+  BOOST_REQUIRE(c->stage_prepare({1, 5}, {inc("x", 5, id)}, 0, true));
+  auto older = c->stage_prepare({1, 4}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(!older);
+  BOOST_TEST(older.err().code() == errc::aborted);
+  BOOST_TEST(c->pending_count() == 0u);
+  auto younger = c->stage_prepare({1, 6}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(younger);
+  BOOST_TEST((younger->blocked_by == tx_id{1, 5}));
+  auto one_step = c->stage_prepare({1, 3}, {inc("x", 5, id)}, 0, false);
+  BOOST_REQUIRE(one_step); // holds nothing elsewhere: always waits
+  BOOST_TEST((one_step->blocked_by == tx_id{1, 5}));
+  BOOST_TEST(c->pending_count() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(reuse_of_an_op_id_for_another_operation_is_refused) {
+  auto c = open();
+  const op_id id{9, 1};
+  auto is_conflict = [](const expected<prepare_outcome>& r) {
+    return !r && r.err().code() == errc::invalid_argument
+           && r.err().message().find("conflicting reuse of op id <9,1>")
+                != std::string::npos;
+  };
+  // In flight: another delta, another key.
+  BOOST_REQUIRE(c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(is_conflict(c->stage_prepare({1, 2}, {inc("x", 6, id)}, 0, false)));
+  BOOST_TEST(is_conflict(c->stage_prepare({1, 3}, {inc("z", 5, id)}, 0, false)));
+  BOOST_TEST(c->pending_count() == 0u);
+  BOOST_TEST(!c->has_staged());
+  // Committed: checked against the digest stored in `opids`.
+  BOOST_REQUIRE(c->stage_commit({1, 1}, c->clock() + 1));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(is_conflict(c->stage_prepare({1, 4}, {inc("x", -5, id)}, 0, false)));
+  // Within one request.
+  const op_id id2{9, 2};
+  auto twice = c->stage_prepare({1, 5}, {inc("y", 1, id2), inc("y", 2, id2)},
+                                0, false);
+  BOOST_TEST(!twice);
+  // The same operation again is a plain duplicate, after a restart too.
+  auto t = commit1(*c, {1, 6}, {inc("x", 5, id)});
+  BOOST_TEST(value_at(*c, "x", t) == 5);
+  c.reset();
+  auto c2 = open();
+  auto again = c2->stage_prepare({2, 1}, {inc("x", 7, id)}, 0, false);
+  BOOST_TEST(is_conflict(again));
+  auto dup = c2->stage_prepare({2, 2}, {inc("x", 5, id)}, 0, false);
+  BOOST_REQUIRE(dup);
+  BOOST_TEST(dup->dismissed == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
