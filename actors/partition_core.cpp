@@ -357,6 +357,8 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
       dup[i] = true;
     }
   }
+  if (auto r = check_counter_range(updates, dup); !r)
+    return r.err();
   prepared_tx p;
   for (std::size_t i = 0; i < updates.size(); ++i) {
     if (dup[i]) {
@@ -385,6 +387,68 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   prepare_times_.insert(p.prepare_time);
   prepared_.emplace(tx, std::move(p));
   return out;
+}
+
+status partition_core::check_counter_range(const std::vector<tx_update>& ups,
+                                           const std::vector<bool>& dup) {
+  // Counter overflow is refused here, at prepare time, where the partition
+  // knows its latest committed value V of each key and every undecided
+  // transaction's effects on it (docs/CRDT.md, "Overflow"). Concurrent
+  // increments commute and any subset of the undecided transactions may
+  // commit, in any commit order, each after every commit already applied
+  // (commit times are above the clock at prepare). So every value a
+  // snapshot can ever see is V plus a subset sum of the undecided effects,
+  // which lies in [V + sum of negatives, V + sum of positives]. Admitting an
+  // update only if that interval stays within int64 keeps it so for all
+  // later snapshots: the key never becomes unreadable.
+  __extension__ typedef __int128 wide; // no -Wpedantic warning
+  struct range {
+    wide up = 0;
+    wide down = 0;
+  };
+  std::map<object_key, range> mine;
+  for (std::size_t i = 0; i < ups.size(); ++i) {
+    if (dup[i])
+      continue;
+    const auto* e = std::get_if<counter_effect>(&ups[i].effect);
+    if (!e)
+      continue;
+    auto& r = mine[ups[i].key];
+    (e->delta > 0 ? r.up : r.down) += e->delta;
+  }
+  for (auto& [key, r] : mine) {
+    for (const auto& [tx, p] : prepared_)
+      for (const auto& u : p.updates)
+        if (u.key == key)
+          if (const auto* e = std::get_if<counter_effect>(&u.effect))
+            (e->delta > 0 ? r.up : r.down) += e->delta;
+    const crdt_type type = [&] {
+      for (const auto& u : ups)
+        if (u.key == key)
+          return u.type;
+      return crdt_type::counter;
+    }();
+    auto v = read(key, type, vector_clock{{local_dc, clock_}}, {});
+    if (!v) {
+      if (v.err().code() == errc::wrong_type)
+        continue; // refused with its own error when it is read
+      return v.err();
+    }
+    const auto* cur = std::get_if<std::int64_t>(&*v);
+    if (!cur)
+      continue;
+    const wide hi = *cur + r.up, lo = *cur + r.down;
+    if (hi > INT64_MAX || lo < INT64_MIN)
+      return make_error(
+        errc::overflow,
+        "counter " + key.bucket.substr(0, 64) + "/" + key.key.substr(0, 64)
+          + " would leave the 64-bit range: its value is "
+          + std::to_string(*cur)
+          + " and this update with the undecided ones on it could reach "
+          + (hi > INT64_MAX ? "above 2^63-1" : "below -2^63")
+          + "; nothing applied");
+  }
+  return {};
 }
 
 bool partition_core::same_op(const object_key& key, crdt_type type,

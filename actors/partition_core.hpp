@@ -348,6 +348,10 @@ private:
   };
   expected<committed_op> find_committed(const std::string& bucket,
                                         const op_id& id);
+  // errc::overflow when an update could take a counter out of int64 (the
+  // latest committed value plus any subset of undecided effects).
+  status check_counter_range(const std::vector<tx_update>& ups,
+                             const std::vector<bool>& dup);
   static bool same_op(const object_key& key, crdt_type type,
                       const crdt_effect& effect, const tx_update& u);
   static error conflicting_reuse(const op_id& id, const tx_update& u);

@@ -882,4 +882,55 @@ BOOST_AUTO_TEST_CASE(reuse_of_an_op_id_for_another_operation_is_refused) {
   BOOST_TEST(dup->dismissed == 1u);
 }
 
+// ---- issue 17, defect 4: counter overflow is refused at prepare ------------
+
+BOOST_AUTO_TEST_CASE(an_update_that_could_overflow_is_refused_and_the_key_stays_readable) {
+  auto c = open();
+  auto t = commit1(*c, {1, 1}, {inc("x", INT64_MAX)});
+  BOOST_TEST(value_at(*c, "x", t) == INT64_MAX);
+  // INT64_MAX + INT64_MAX used to be acknowledged and left x unreadable.
+  auto p = c->stage_prepare({1, 2}, {inc("x", INT64_MAX)}, 0, false);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST(p.err().code() == errc::overflow);
+  BOOST_TEST(p.err().message().find("64-bit range") != std::string::npos);
+  BOOST_TEST(!c->has_staged());
+  BOOST_TEST(!c->stage_prepare({1, 3}, {inc("x", 1)}, 0, false));
+  // Within one transaction too, whatever the order of its effects.
+  BOOST_TEST(!c->stage_prepare({1, 4}, {inc("x", -5), inc("x", 6)}, 0, false));
+  // Going down is fine, and the key reads.
+  auto t2 = commit1(*c, {1, 5}, {inc("x", -10)});
+  BOOST_TEST(value_at(*c, "x", t2) == INT64_MAX - 10);
+  auto t3 = commit1(*c, {1, 6}, {inc("x", 10)});
+  BOOST_TEST(value_at(*c, "x", t3) == INT64_MAX);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_updates_each_safe_alone_cannot_overflow_together) {
+  auto c = open();
+  auto t = commit1(*c, {1, 1}, {inc("x", INT64_MAX - 100)});
+  // Two undecided transactions, each fine alone: +60 then +60 would reach
+  // above INT64_MAX if both commit, so the second is refused.
+  auto a = c->stage_prepare({1, 2}, {inc("x", 60)}, 0, true);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(c->flush());
+  auto b = c->stage_prepare({1, 3}, {inc("x", 60)}, 0, true);
+  BOOST_REQUIRE(!b);
+  BOOST_TEST(b.err().code() == errc::overflow);
+  // A decrement meanwhile is admitted: every subset stays in range.
+  auto d = c->stage_prepare({1, 4}, {inc("x", -50)}, 0, true);
+  BOOST_REQUIRE(d);
+  BOOST_REQUIRE(c->flush());
+  // Commit both in the opposite order of their prepares: every snapshot
+  // reads.
+  BOOST_REQUIRE(c->stage_commit({1, 4}, d->prepare_time + 1));
+  BOOST_REQUIRE(c->stage_commit({1, 2}, d->prepare_time + 2));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(value_at(*c, "x", t) == INT64_MAX - 100);
+  BOOST_TEST(value_at(*c, "x", d->prepare_time + 1) == INT64_MAX - 150);
+  BOOST_TEST(value_at(*c, "x", d->prepare_time + 2) == INT64_MAX - 90);
+  // Near INT64_MIN the same holds downwards.
+  auto m = commit1(*c, {1, 5}, {inc("y", INT64_MIN + 1)});
+  BOOST_TEST(value_at(*c, "y", m) == INT64_MIN + 1);
+  BOOST_TEST(!c->stage_prepare({1, 6}, {inc("y", -2)}, 0, false));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
