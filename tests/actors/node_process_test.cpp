@@ -780,4 +780,33 @@ BOOST_AUTO_TEST_CASE(clocks_from_the_future_are_refused_at_the_door) {
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
+// Issue 17, defect 1 (second path): a full LMDB map used to stop the
+// partition like a disk failure. Now the writes of that batch fail with a
+// clear "storage full" error, reads go on, and smaller writes proceed.
+BOOST_AUTO_TEST_CASE(full_map_fails_that_write_only_and_the_node_keeps_serving) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--partitions", "2", "--map-size", "1048576"}));
+  conn c{s.port};
+  auto clock = static_update(c, {inc("small", 1)});
+  // ~2.5 MB of update records: more than a 1 MiB map holds.
+  static_update_objects_req big;
+  big.transaction.timestamp = clock;
+  for (int i = 0; i < 5000; ++i)
+    big.updates.push_back(inc(std::to_string(i) + std::string(480, 'k'), 1));
+  auto r = c.call(big);
+  auto* e = std::get_if<error_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(e, "a write larger than the map must fail");
+  BOOST_TEST(e->err.code() == errc::storage_full, e->err.to_string());
+  BOOST_TEST(e->err.message().find("map") != std::string::npos);
+  // Reads keep working, and later writes succeed and read back.
+  BOOST_TEST(read_values(c, {"small"}, clock)[0] == 1);
+  clock = static_update(c, {inc("small", 2), inc("other", 5)}, clock);
+  auto v = read_values(c, {"small", "other", "0" + std::string(480, 'k')}, clock);
+  BOOST_TEST(v[0] == 3);
+  BOOST_TEST(v[1] == 5);
+  BOOST_TEST(v[2] == 0); // nothing of the failed write was applied
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
