@@ -11,7 +11,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/node_context.hpp"
 #include "actors/wire.hpp"
 #include "protocol/descriptor.hpp"
@@ -72,30 +72,6 @@ T decode_reply(const std::string& bytes) {
   return std::move(*r);
 }
 
-// The node's stable time: the physical clock, lowered below every prepared
-// or staged transaction (node_context::board). Reads at it rarely wait.
-std::uint64_t stable_time(const node_context& ctx) {
-  std::uint64_t t = wall_clock_us();
-  if (ctx.board)
-    for (const auto& b : ctx.board->blocked_from)
-      t = std::min(t, b.load(std::memory_order_acquire) - 1);
-  return t;
-}
-
-// Snapshot time = max(the client's clock, the node's stable time) (Cure): a
-// read at it waits at each partition only until its safe time reaches it.
-expected<std::uint64_t> snapshot_for(const node_context& ctx,
-                                     const start_transaction_req& start) {
-  std::uint64_t t = stable_time(ctx);
-  if (start.timestamp) {
-    auto c = decode_clock(*start.timestamp);
-    if (!c)
-      return c.err();
-    t = std::max(t, c->get(local_dc));
-  }
-  return t;
-}
-
 status begin(tx_state& st, const start_transaction_req& start) {
   auto t = snapshot_for(*st.ctx, start);
   if (!t)
@@ -111,25 +87,29 @@ expected<std::uint32_t> partition_of(const tx_state& st, const object_key& k) {
 
 // Buffers `updates` (validated first: nothing is buffered on an error).
 status add_updates(tx_state& st, const std::vector<update_op>& updates) {
-  std::vector<std::pair<std::uint32_t, tx_update>> staged;
-  for (const auto& u : updates) {
-    if (auto ok = check_supported(u); !ok)
-      return ok.err();
-    const auto* op = std::get_if<counter_op>(&u.op);
-    if (!op)
-      return make_error(errc::wrong_type, "only counter updates are served");
-    auto p = partition_of(st, u.object.key);
-    if (!p)
-      return p.err();
-    staged.emplace_back(*p, tx_update{u.object.key, u.object.type,
-                                      counter_effect{op->update.delta}, op->id});
-  }
-  for (auto& [p, u] : staged) {
-    st.own[u.key].push_back(u.effect);
-    st.writes[p].push_back(std::move(u));
-  }
+  auto grouped = updates_by_partition(st.ctx->q, updates);
+  if (!grouped)
+    return grouped.err();
+  for (auto& [p, ups] : *grouped)
+    for (auto& u : ups) {
+      st.own[u.key].push_back(u.effect);
+      st.writes[p].push_back(std::move(u));
+    }
   return {};
 }
+
+// How a coordinator answers a client_request: through its sink (the client
+// server's path) or its response promise.
+struct answer {
+  caf::response_promise rp;
+  std::function<void(client_reply)> sink;
+  void operator()(client_reply r) {
+    if (sink)
+      sink(std::move(r));
+    else
+      rp.deliver(std::move(r));
+  }
+};
 
 template <class Self>
 void read_objects(Self* self, tx_state& st,
@@ -295,10 +275,6 @@ void commit_tx(Self* self, tx_state& st, time_cb done) {
   }
 }
 
-std::string clock_bytes(std::uint64_t t) {
-  return encode_clock(vector_clock{{local_dc, t}});
-}
-
 // ---- static coordinator -----------------------------------------------------
 
 struct static_state {
@@ -314,9 +290,10 @@ caf::behavior static_coordinator(caf::stateful_actor<static_state>* self,
   return {
     [self](client_request& cr) -> caf::response_promise {
       auto rp = self->make_response_promise();
+      answer ans{rp, std::move(cr.sink)};
       auto& st = self->state.tx;
-      auto reply = [self, rp](client_reply r) mutable {
-        rp.deliver(std::move(r));
+      auto reply = [self, ans](client_reply r) mutable {
+        ans(std::move(r));
         self->quit();
       };
       if (auto* su = std::get_if<static_update_objects_req>(&cr.req)) {
@@ -370,39 +347,40 @@ caf::behavior interactive_coordinator(
   return {
     [self](client_request& cr) -> caf::response_promise {
       auto rp = self->make_response_promise();
+      answer ans{rp, std::move(cr.sink)};
       auto& st = self->state.tx;
       if (st.busy) {
-        rp.deliver(error_reply(make_error(
+        ans(error_reply(make_error(
           errc::invalid_argument, "the transaction is already committing")));
         return rp;
       }
       if (auto* r = std::get_if<read_objects_req>(&cr.req)) {
         read_objects(self, st, r->objects,
-                     [rp](expected<std::vector<crdt_value>> v) mutable {
+                     [ans](expected<std::vector<crdt_value>> v) mutable {
                        if (!v)
-                         rp.deliver(error_reply(v.err()));
+                         ans(error_reply(v.err()));
                        else
-                         rp.deliver(client_reply{
+                         ans(client_reply{
                            read_objects_resp{true, std::move(*v), 0}});
                      });
       } else if (auto* u = std::get_if<update_objects_req>(&cr.req)) {
         auto ok = add_updates(st, u->updates);
-        rp.deliver(ok ? client_reply{operation_resp{true, 0}}
+        ans(ok ? client_reply{operation_resp{true, 0}}
                       : error_reply(ok.err()));
       } else if (std::holds_alternative<commit_transaction_req>(cr.req)) {
-        commit_tx(self, st, [self, rp](expected<std::uint64_t> t) mutable {
+        commit_tx(self, st, [self, ans](expected<std::uint64_t> t) mutable {
           if (!t)
-            rp.deliver(error_reply(t.err()));
+            ans(error_reply(t.err()));
           else
-            rp.deliver(client_reply{commit_resp{true, clock_bytes(*t), 0}});
+            ans(client_reply{commit_resp{true, clock_bytes(*t), 0}});
           self->quit();
         });
       } else if (std::holds_alternative<abort_transaction_req>(cr.req)) {
         // Updates are buffered here until commit: nothing to undo elsewhere.
-        rp.deliver(client_reply{operation_resp{true, 0}});
+        ans(client_reply{operation_resp{true, 0}});
         self->quit();
       } else {
-        rp.deliver(error_reply(make_error(
+        ans(error_reply(make_error(
           errc::invalid_argument, "not an interactive transaction request")));
       }
       return rp;
@@ -440,10 +418,11 @@ caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
   return {
     [self, ctx](client_request& cr) -> caf::response_promise {
       auto rp = self->make_response_promise();
+      answer ans{rp, std::move(cr.sink)};
       auto& st = self->state;
       if (auto* start = std::get_if<start_transaction_req>(&cr.req)) {
         if (st.open.size() >= ctx->limits.max_open_transactions) {
-          rp.deliver(error_reply(make_error(
+          ans(error_reply(make_error(
             errc::unavailable, "too many open transactions (limit "
                                  + std::to_string(ctx->limits.max_open_transactions)
                                  + "): commit or abort some first")));
@@ -451,7 +430,7 @@ caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
         }
         auto snap = snapshot_for(*ctx, *start);
         if (!snap) {
-          rp.deliver(error_reply(snap.err()));
+          ans(error_reply(snap.err()));
           return rp;
         }
         tx_id tx{ctx->incarnation, st.next_seq++};
@@ -464,7 +443,7 @@ caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
         d.owner = ctx->owner;
         d.owner_incarnation = ctx->incarnation;
         d.snapshot = vector_clock{{local_dc, *snap}};
-        rp.deliver(client_reply{
+        ans(client_reply{
           start_transaction_resp{true, encode_tx_descriptor(d), 0}});
         return rp;
       }
@@ -481,18 +460,18 @@ caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
         },
         cr.req);
       if (!desc) {
-        rp.deliver(error_reply(make_error(errc::invalid_argument,
+        ans(error_reply(make_error(errc::invalid_argument,
                                           "not a transaction request")));
         return rp;
       }
       auto d = decode_tx_descriptor(*desc);
       if (!d) {
-        rp.deliver(error_reply(d.err()));
+        ans(error_reply(d.err()));
         return rp;
       }
       if (d->owner != ctx->owner || d->owner_incarnation != ctx->incarnation
           || d->tx.origin != ctx->incarnation) {
-        rp.deliver(error_reply(make_error(
+        ans(error_reply(make_error(
           errc::aborted, "stale transaction descriptor: it was issued by "
                            + d->owner + " before a restart or by another node; "
                                         "start a new transaction")));
@@ -500,9 +479,14 @@ caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
       }
       auto i = st.open.find(d->tx.seq);
       if (i == st.open.end()) {
-        rp.deliver(error_reply(make_error(
+        ans(error_reply(make_error(
           errc::aborted, "unknown transaction: it committed, aborted or "
                          "timed out; start a new transaction")));
+        return rp;
+      }
+      if (ans.sink) {
+        cr.sink = std::move(ans.sink); // the coordinator answers it
+        self->send(i->second, std::move(cr));
         return rp;
       }
       rp.delegate(i->second, std::move(cr));
@@ -513,14 +497,59 @@ caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
 
 } // namespace
 
-caf::actor spawn_static_coordinator(caf::actor_system& sys,
-                                    std::shared_ptr<const node_context> ctx) {
+std::uint64_t stable_time(const node_context& ctx) {
+  std::uint64_t t = wall_clock_us();
+  if (ctx.board)
+    for (const auto& b : ctx.board->blocked_from)
+      t = std::min(t, b.load(std::memory_order_acquire) - 1);
+  return t;
+}
+
+expected<std::uint64_t> snapshot_for(const node_context& ctx,
+                                     const start_transaction_req& start) {
+  std::uint64_t t = stable_time(ctx);
+  if (start.timestamp) {
+    auto c = decode_clock(*start.timestamp);
+    if (!c)
+      return c.err();
+    t = std::max(t, c->get(local_dc));
+  }
+  return t;
+}
+
+expected<std::map<std::uint32_t, std::vector<tx_update>>>
+updates_by_partition(std::uint32_t q, const std::vector<update_op>& updates) {
+  std::map<std::uint32_t, std::vector<tx_update>> out;
+  for (const auto& u : updates) {
+    if (auto ok = check_supported(u); !ok)
+      return ok.err();
+    const auto* op = std::get_if<counter_op>(&u.op);
+    if (!op)
+      return make_error(errc::wrong_type, "only counter updates are served");
+    auto p = partition_for(u.object.key.bucket, u.object.key.key, q);
+    if (!p)
+      return p.err();
+    out[*p].push_back(tx_update{u.object.key, u.object.type,
+                                counter_effect{op->update.delta}, op->id});
+  }
+  return out;
+}
+
+std::string clock_bytes(std::uint64_t t) {
+  return encode_clock(vector_clock{{local_dc, t}});
+}
+
+tx_id next_static_tx_id(const node_context& ctx) {
   // Static transactions only need distinct ids at the partitions: the
   // sequence runs downward from the top so it never meets the manager's.
   static std::atomic<std::uint64_t> seq{~std::uint64_t{0}};
-  auto incarnation = ctx->incarnation;
-  return sys.spawn(static_coordinator, std::move(ctx),
-                   tx_id{incarnation, seq.fetch_sub(1)});
+  return tx_id{ctx.incarnation, seq.fetch_sub(1, std::memory_order_relaxed)};
+}
+
+caf::actor spawn_static_coordinator(caf::actor_system& sys,
+                                    std::shared_ptr<const node_context> ctx) {
+  auto tx = next_static_tx_id(*ctx);
+  return sys.spawn(static_coordinator, std::move(ctx), tx);
 }
 
 caf::actor spawn_tx_manager(caf::actor_system& sys,

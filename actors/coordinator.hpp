@@ -16,7 +16,15 @@
 // once every commit record is durable.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/partition_core.hpp"
+#include "common/expected.hpp"
+#include "protocol/messages.hpp"
 
 namespace caf {
 class actor;
@@ -26,6 +34,28 @@ class actor_system;
 namespace tally {
 
 struct node_context;
+
+/// The node's stable time: the physical clock, lowered below every prepared
+/// or staged transaction (node_context::board). Reads at it rarely wait.
+std::uint64_t stable_time(const node_context& ctx);
+
+/// Snapshot time of a transaction starting now (Cure): max(the client's
+/// clock, the node's stable time); a read at it waits at each partition
+/// only until its safe time reaches it. Errors: foreign clock bytes.
+expected<std::uint64_t> snapshot_for(const node_context& ctx,
+                                     const start_transaction_req& start);
+
+/// `updates` validated (counters only, supported types) and grouped by the
+/// partition of their key in a ring of `q`; nothing on an error.
+expected<std::map<std::uint32_t, std::vector<tx_update>>>
+updates_by_partition(std::uint32_t q, const std::vector<update_op>& updates);
+
+/// A fresh id for a static transaction of this node (distinct from the
+/// interactive ones at every partition).
+tx_id next_static_tx_id(const node_context& ctx);
+
+/// A commit time or snapshot as the opaque clock bytes clients get.
+std::string clock_bytes(std::uint64_t t);
 
 caf::actor spawn_static_coordinator(caf::actor_system& sys,
                                     std::shared_ptr<const node_context> ctx);

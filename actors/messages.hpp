@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -85,12 +86,30 @@ struct part_stale_resp {
 
 // ---- client endpoint <-> coordinators ---------------------------------------
 
-/// A decoded client request; answered with a client_reply.
-struct client_request {
-  request req;
-};
 struct client_reply {
   response resp;
+};
+
+/// A decoded client request, answered with a client_reply: through `sink`
+/// when set (the client server's path, server/: sent with anon_send, so no
+/// response promise and no timer), else to the requester.
+struct client_request {
+  request req;
+  std::function<void(client_reply)> sink;
+};
+
+/// A read or a one-step commit sent to a local partition with anon_send
+/// instead of request(): the partition calls `reply` (on its thread) with
+/// what it would have answered. The client server's direct path for a
+/// static request on one local partition: no coordinator, no promise, no
+/// timer, no encoding.
+struct part_read_call {
+  part_read_req req;
+  std::function<void(part_read_resp)> reply;
+};
+struct part_prepare_call {
+  part_prepare_req req;
+  std::function<void(part_time_resp)> reply;
 };
 
 inline client_reply error_reply(error err) {

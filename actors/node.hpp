@@ -29,6 +29,8 @@ class actor_system;
 
 namespace tally {
 
+class client_server;
+
 struct node_config {
   std::string data_dir = "./data";
   std::string bind = "127.0.0.1";
@@ -36,6 +38,8 @@ struct node_config {
   std::uint32_t partitions = 64;
   durability mode = durability::batch;
   node_limits limits;
+  /// Client I/O threads (--io-threads): server/client_server.hpp.
+  std::size_t io_threads = 2;
   /// Partition actors on their own threads (default) or on the scheduler;
   /// docs/NODE.md, "Threading and disk I/O" has the measurement.
   bool detached_partitions = true;
@@ -89,7 +93,7 @@ public:
   std::uint16_t cluster_port() const noexcept { return cluster_port_; }
   const std::string& id() const noexcept { return id_; }
 
-  /// Sends exit messages to the endpoint, the transaction manager, the
+  /// Stops the client server, then sends exit messages to the transaction manager, the
   /// membership and every partition (which flush what is staged first).
   /// Idempotent.
   void stop();
@@ -103,7 +107,8 @@ public:
 private:
   node() = default;
 
-  std::vector<caf::actor> actors_; // endpoint, tx manager, membership, partitions
+  std::unique_ptr<client_server> server_; // the client port
+  std::vector<caf::actor> actors_; // tx manager, membership, partitions
   std::vector<caf::actor> stopping_; // what stop() sent exits to
   // Partition actors the membership spawned after startup (handoffs); once
   // `stopping`, a new one is stopped at once.

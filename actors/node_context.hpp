@@ -23,6 +23,11 @@ struct node_limits {
   std::size_t max_open_transactions = 10000;
   /// Client connections at once; more are closed at accept.
   std::size_t max_connections = 1024;
+  /// Unanswered requests of one connection before the server stops reading
+  /// it (pipelining depth; back-pressure instead of buffering).
+  std::size_t max_in_flight = 1024;
+  /// Reply bytes a client has not read before the server stops reading it.
+  std::size_t max_pending_output = 4u << 20;
   /// An interactive transaction idle this long is aborted.
   std::chrono::milliseconds tx_idle_timeout{30000};
   /// How long a coordinator waits for a partition (a read may wait for a

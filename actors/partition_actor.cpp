@@ -10,7 +10,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/partition_core.hpp"
 #include "actors/wire.hpp"
 
@@ -25,15 +25,40 @@ using timer_atom = caf::atom_constant<caf::atom("p_timer")>;
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
 
+// A write answered after the flush that makes it durable: through its
+// promise, or `fn` for a part_prepare_call.
 struct waiting_write {
   caf::response_promise rp;
   bool is_ack = false; // part_ack, else part_time_resp
   part_time_resp time;
+  std::function<void(part_time_resp)> fn;
+
+  void answer(std::optional<error> err) {
+    if (is_ack) {
+      rp.deliver(encode_wire(part_ack{std::move(err)}));
+      return;
+    }
+    part_time_resp r = err ? part_time_resp{std::move(err), 0, 0} : time;
+    if (fn)
+      fn(std::move(r));
+    else
+      rp.deliver(encode_wire(r));
+  }
 };
 
+// A read parked until the safe time reaches its snapshot.
 struct waiting_read {
   part_read_req req;
   caf::response_promise rp;
+  std::function<void(part_read_resp)> fn; // a part_read_call's
+  std::chrono::steady_clock::time_point since;
+
+  void answer(part_read_resp r) {
+    if (fn)
+      fn(std::move(r));
+    else
+      rp.deliver(encode_wire(r));
+  }
 };
 
 // A request held while the partition is handed off (docs/CLUSTER.md,
@@ -104,18 +129,8 @@ void flush_now(partition_self self) {
   publish(self);
   auto writes = std::move(st.writes);
   st.writes.clear();
-  for (auto& w : writes) {
-    if (!res) {
-      if (w.is_ack)
-        w.rp.deliver(encode_wire(part_ack{res.err()}));
-      else
-        w.rp.deliver(encode_wire(part_time_resp{res.err(), 0, 0}));
-    } else if (w.is_ack) {
-      w.rp.deliver(encode_wire(part_ack{}));
-    } else {
-      w.rp.deliver(encode_wire(w.time));
-    }
-  }
+  for (auto& w : writes)
+    w.answer(res ? std::nullopt : std::optional<error>{res.err()});
 }
 
 void schedule_flush(partition_self self) {
@@ -142,7 +157,7 @@ void retry_reads(partition_self self) {
   for (auto& r : st.reads) {
     auto s = r.req.snapshot.get(local_dc);
     if (s <= safe)
-      r.rp.deliver(encode_wire(serve(*st.core, r.req)));
+      r.answer(serve(*st.core, r.req));
     else {
       ahead = std::max(ahead, s - safe);
       still.push_back(std::move(r));
@@ -175,6 +190,38 @@ void defer(partition_self self, caf::atom_value kind, std::string bytes,
     {kind, std::move(bytes), std::move(rp), std::chrono::steady_clock::now()});
 }
 
+// A part_*_call that this partition cannot serve now (it is draining,
+// closed or forwarding for a handoff): sent through its own mailbox as an
+// ordinary request, so the handler that holds or forwards requests answers
+// it, and the answer goes to `fn`.
+template <class Req, class Resp>
+void via_mailbox(partition_self self, caf::atom_value kind, const Req& req,
+                 std::function<void(Resp)> fn) {
+  self->request(caf::actor{self}, caf::infinite, kind, encode_wire(req))
+    .then(
+      [fn](std::string& bytes) {
+        auto r = decode_wire<Resp>(bytes);
+        if (!r) {
+          Resp failed;
+          failed.err = r.err();
+          fn(std::move(failed));
+        } else {
+          fn(std::move(*r));
+        }
+      },
+      [fn, self](caf::error& e) {
+        Resp failed;
+        failed.err = make_error(errc::unavailable, "partition request failed: "
+                                                     + self->system().render(e));
+        fn(std::move(failed));
+      });
+}
+
+void via_mailbox(partition_self self, part_read_req req,
+                 std::function<void(part_read_resp)> fn) {
+  via_mailbox(self, part_read_atom::value, req, std::move(fn));
+}
+
 // Draining ends when nothing is prepared or staged: the journal is flushed
 // and closed, the board slot cleared, and the membership told the files
 // are ready to ship. A transaction still prepared at the drain deadline (one
@@ -188,8 +235,12 @@ void close_if_drained(partition_self self) {
   if (!st.writes.empty() || st.core->has_staged()
       || (st.core->prepared_count() != 0 && !past_deadline))
     return;
-  for (auto& r : st.reads)
-    defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
+  for (auto& r : st.reads) {
+    if (r.fn)
+      via_mailbox(self, std::move(r.req), std::move(r.fn));
+    else
+      defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
+  }
   st.reads.clear();
   st.core.reset(); // closes the LMDB environment
   if (st.slot)
@@ -302,11 +353,36 @@ void schedule_tick(partition_self self) {
     self->delayed_send(self, period, timer_atom::value);
 }
 
+// Parked reads older than the read timeout get a timeout error: a read
+// whose snapshot is never reached (a transaction left prepared, a clock far
+// ahead) must not wait forever. Reads sent with request() have their own
+// timer too; a part_read_call has only this one.
+void expire_reads(partition_self self) {
+  auto& st = self->state;
+  if (st.timers.read_timeout.count() <= 0 || st.reads.empty())
+    return;
+  auto oldest = std::chrono::steady_clock::now() - st.timers.read_timeout;
+  std::vector<waiting_read> still;
+  for (auto& r : st.reads) {
+    if (r.since < oldest)
+      r.answer(part_read_resp{
+        make_error(errc::timeout, "partition " + std::to_string(st.index)
+                                    + ": the snapshot was not reached in time "
+                                      "(a transaction is still prepared, or "
+                                      "the snapshot is ahead of the clock); retry"),
+        {}});
+    else
+      still.push_back(std::move(r));
+  }
+  st.reads = std::move(still);
+}
+
 void on_tick(partition_self self) {
   auto& st = self->state;
   if (!st.core)
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
+  expire_reads(self);
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
   auto every = st.timers.checkpoint_every();
@@ -330,8 +406,7 @@ caf::behavior partition_fn(partition_self self,
     if (st.core && st.core->has_staged())
       flush_now(self);
     for (auto& r : st.reads)
-      r.rp.deliver(encode_wire(
-        part_read_resp{make_error(errc::unavailable, "node shutting down"), {}}));
+      r.answer(part_read_resp{make_error(errc::unavailable, "node shutting down"), {}});
     st.reads.clear();
     for (auto& d : st.deferred)
       d.rp.deliver(error_reply_bytes(
@@ -350,7 +425,7 @@ caf::behavior partition_fn(partition_self self,
       if (req->snapshot.get(local_dc) <= st.core->safe_time())
         return encode_wire(serve(*st.core, *req));
       auto rp = self->make_response_promise();
-      st.reads.push_back({std::move(*req), rp});
+      st.reads.push_back({std::move(*req), rp, {}, std::chrono::steady_clock::now()});
       retry_reads(self);
       return rp;
     },
@@ -372,7 +447,7 @@ caf::behavior partition_fn(partition_self self,
       }
       auto rp = self->make_response_promise();
       st.writes.push_back(
-        {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}});
+        {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}, {}});
       publish(self);
       schedule_flush(self);
       return rp;
@@ -388,7 +463,7 @@ caf::behavior partition_fn(partition_self self,
       if (!c)
         return encode_wire(part_ack{c.err()});
       auto rp = self->make_response_promise();
-      st.writes.push_back({rp, true, {}});
+      st.writes.push_back({rp, true, {}, {}});
       schedule_flush(self);
       return rp;
     },
@@ -439,6 +514,39 @@ caf::behavior partition_fn(partition_self self,
         out.prepare_times.push_back(u.prepare_time);
       }
       return encode_wire(out);
+    },
+    // The client server's direct path (messages.hpp, part_read_call): the
+    // same as the request above, answered through the call's function.
+    [self](part_read_atom, part_read_call& call) {
+      auto& st = self->state;
+      if (st.mode != partition_mode::serving)
+        return via_mailbox(self, std::move(call.req), std::move(call.reply));
+      if (call.req.snapshot.get(local_dc) <= st.core->safe_time())
+        return call.reply(serve(*st.core, call.req));
+      st.reads.push_back({std::move(call.req), {}, std::move(call.reply),
+                          std::chrono::steady_clock::now()});
+      retry_reads(self);
+    },
+    [self](part_prepare_atom, part_prepare_call& call) {
+      auto& st = self->state;
+      if (st.mode != partition_mode::serving)
+        return via_mailbox(self, part_prepare_atom::value, call.req,
+                           std::move(call.reply));
+      auto& req = call.req;
+      auto out = st.core->stage_prepare(req.tx, std::move(req.updates),
+                                        req.snapshot_time, req.two_phase);
+      if (!out)
+        return call.reply(part_time_resp{out.err(), 0, 0});
+      if (!req.two_phase) {
+        auto c = st.core->stage_commit(req.tx, out->prepare_time);
+        if (!c)
+          return call.reply(part_time_resp{c.err(), 0, 0});
+      }
+      st.writes.push_back({{}, false,
+                           part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
+                           std::move(call.reply)});
+      publish(self);
+      schedule_flush(self);
     },
     [self](flush_atom) {
       if (!self->state.core)

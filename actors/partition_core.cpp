@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "actors/log.hpp"
+#include "common/log.hpp"
 
 namespace tally {
 

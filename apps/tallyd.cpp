@@ -21,7 +21,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/node.hpp"
 
 namespace {
@@ -43,6 +43,12 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --max-frame-size BYTES  largest client frame (default 16777216)
   --max-transactions N    open interactive transactions (default 10000)
   --max-connections N     client connections (default 1024)
+  --max-in-flight N       unanswered requests per connection before the
+                          node stops reading it (default 1024)
+  --max-pending-output BYTES
+                          reply bytes a client has not read before the
+                          node stops reading it (default 4194304)
+  --io-threads N          client I/O threads (default 2)
   --tx-timeout-ms MS      idle interactive transactions abort (default 30000)
   --request-timeout-ms MS how long a coordinator waits for a partition, local
                           or remote, before the client gets a timeout error
@@ -125,6 +131,18 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_open_transactions = parse_uint(key, v, 1u << 30);
   } else if (key == "max-connections") {
     cfg.limits.max_connections = parse_uint(key, v, 1u << 20);
+  } else if (key == "max-in-flight") {
+    cfg.limits.max_in_flight = parse_uint(key, v, 1u << 20);
+    if (cfg.limits.max_in_flight == 0)
+      throw bad_flag{"--max-in-flight must be positive"};
+  } else if (key == "max-pending-output") {
+    cfg.limits.max_pending_output = parse_uint(key, v, 1ull << 32);
+    if (cfg.limits.max_pending_output == 0)
+      throw bad_flag{"--max-pending-output must be positive"};
+  } else if (key == "io-threads") {
+    cfg.io_threads = parse_uint(key, v, 64);
+    if (cfg.io_threads == 0)
+      throw bad_flag{"--io-threads must be positive"};
   } else if (key == "tx-timeout-ms") {
     cfg.limits.tx_idle_timeout =
       std::chrono::milliseconds(parse_uint(key, v, 86400000));

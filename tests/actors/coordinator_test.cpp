@@ -68,7 +68,7 @@ struct fixture {
 
   // Sends `req` to `to`, runs every actor to quiescence, returns the reply.
   response ask(const caf::actor& to, request req) {
-    self->send(to, client_request{std::move(req)});
+    self->send(to, client_request{std::move(req), {}});
     sched.run();
     response out = error_resp{};
     bool got = false;

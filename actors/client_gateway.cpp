@@ -1,0 +1,187 @@
+#include "actors/client_gateway.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/caf_types.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/node_context.hpp"
+#include "ring/partition.hpp"
+
+namespace tally {
+
+namespace {
+
+class client_gateway final : public request_handler {
+public:
+  client_gateway(caf::actor_system& sys, std::shared_ptr<const node_context> ctx)
+      : sys_(sys), ctx_(std::move(ctx)) {}
+
+  void handle(request req, reply_fn reply) override {
+    if (auto* admin = std::get_if<admin_req>(&req))
+      return run_admin(std::move(*admin), std::move(reply));
+    caf::actor target;
+    if (auto* su = std::get_if<static_update_objects_req>(&req)) {
+      if (direct_update(*su, reply))
+        return;
+      target = spawn_static_coordinator(sys_, ctx_);
+    } else if (auto* sr = std::get_if<static_read_objects_req>(&req)) {
+      if (direct_read(*sr, reply))
+        return;
+      target = spawn_static_coordinator(sys_, ctx_);
+    } else {
+      target = ctx_->tx_manager;
+    }
+    caf::anon_send(target, client_request{std::move(req), [reply](client_reply r) {
+                                            reply(std::move(r.resp));
+                                          }});
+  }
+
+private:
+  // The local partition actor serving `p`, or null when another node
+  // serves it (or none does): such requests go through a coordinator,
+  // which has the timeouts and errors of remote calls.
+  caf::actor local_partition(std::uint32_t p) const {
+    auto table = ctx_->routes->load();
+    if (p >= table->size())
+      return {};
+    const auto& r = (*table)[p];
+    return r.handle && r.node == ctx_->owner ? r.handle : caf::actor{};
+  }
+
+  // A static update whose keys all live on one local partition: a one-step
+  // commit there. False when it is not such an update.
+  bool direct_update(static_update_objects_req& su, const reply_fn& reply) {
+    auto grouped = updates_by_partition(ctx_->q, su.updates);
+    if (!grouped) {
+      reply(error_resp{grouped.err()});
+      return true;
+    }
+    if (grouped->size() != 1)
+      return false;
+    auto& [p, ups] = *grouped->begin();
+    auto part = local_partition(p);
+    if (!part)
+      return false;
+    auto snap = snapshot_for(*ctx_, su.transaction);
+    if (!snap) {
+      reply(error_resp{snap.err()});
+      return true;
+    }
+    part_prepare_call call;
+    call.req = part_prepare_req{next_static_tx_id(*ctx_), std::move(ups), *snap, false};
+    call.reply = [reply](part_time_resp r) {
+      if (r.err)
+        reply(error_resp{std::move(*r.err)});
+      else
+        reply(commit_resp{true, clock_bytes(r.time), 0});
+    };
+    caf::anon_send(part, part_prepare_atom::value, std::move(call));
+    return true;
+  }
+
+  // A static read whose keys all live on one local partition: one read
+  // there at the snapshot. False when it is not such a read.
+  bool direct_read(static_read_objects_req& sr, const reply_fn& reply) {
+    if (sr.objects.empty())
+      return false;
+    std::optional<std::uint32_t> only;
+    part_read_req req;
+    for (const auto& o : sr.objects) {
+      if (auto ok = check_supported(o); !ok) {
+        reply(error_resp{ok.err()});
+        return true;
+      }
+      auto p = partition_for(o.key.bucket, o.key.key, ctx_->q);
+      if (!p) {
+        reply(error_resp{p.err()});
+        return true;
+      }
+      if (only && *only != *p)
+        return false;
+      only = *p;
+      req.items.push_back(read_item{o.key, o.type, {}});
+    }
+    auto part = local_partition(*only);
+    if (!part)
+      return false;
+    auto snap = snapshot_for(*ctx_, sr.transaction);
+    if (!snap) {
+      reply(error_resp{snap.err()});
+      return true;
+    }
+    req.snapshot = vector_clock{{local_dc, *snap}};
+    part_read_call call;
+    call.req = std::move(req);
+    call.reply = [reply, at = *snap](part_read_resp r) {
+      if (r.err)
+        return reply(error_resp{std::move(*r.err)});
+      static_read_objects_resp out;
+      out.objects = read_objects_resp{true, std::move(r.values), 0};
+      out.commit = commit_resp{true, clock_bytes(at), 0};
+      reply(std::move(out));
+    };
+    caf::anon_send(part, part_read_atom::value, std::move(call));
+    return true;
+  }
+
+  // Tally's admin requests (docs/CLUSTER.md, "Admin"): answered by the
+  // membership actor, asked by a short-lived actor.
+  void run_admin(admin_req req, reply_fn reply) {
+    auto fail = [reply](errc code, std::string text) {
+      reply(admin_resp::failure(code, std::move(text)));
+    };
+    if (!ctx_->membership)
+      return fail(errc::unavailable, "this node has no membership actor");
+    auto membership = ctx_->membership;
+    auto timeout = ctx_->limits.request_timeout;
+    if (req.command == "status") {
+      if (!req.args.empty())
+        return fail(errc::invalid_argument, "status takes no arguments");
+      sys_.spawn([membership, timeout, fail, reply](caf::event_based_actor* self) {
+        self->request(membership, timeout, status_atom::value)
+          .then([reply](std::string& text) { reply(admin_resp{true, std::move(text), 0}); },
+                [fail, self](caf::error& e) {
+                  fail(errc::unavailable, "status: " + self->system().render(e));
+                });
+      });
+    } else if (req.command == "leave") {
+      if (req.args.size() > 1)
+        return fail(errc::invalid_argument, "leave takes at most one node id");
+      std::string who = req.args.empty() ? std::string{} : req.args[0];
+      sys_.spawn([membership, timeout, who, fail, reply](caf::event_based_actor* self) {
+        self->request(membership, timeout, leave_atom::value, who)
+          .then(
+            [reply, fail](bool ok, std::string& text) {
+              if (ok)
+                reply(admin_resp{true, std::move(text), 0});
+              else
+                fail(errc::invalid_argument, std::move(text));
+            },
+            [fail, self](caf::error& e) {
+              fail(errc::unavailable, "leave: " + self->system().render(e));
+            });
+      });
+    } else {
+      fail(errc::invalid_argument,
+           "unknown admin command '" + req.command + "' (known: status, leave)");
+    }
+  }
+
+  caf::actor_system& sys_;
+  std::shared_ptr<const node_context> ctx_;
+};
+
+} // namespace
+
+std::shared_ptr<request_handler>
+make_client_gateway(caf::actor_system& sys, std::shared_ptr<const node_context> ctx) {
+  return std::make_shared<client_gateway>(sys, std::move(ctx));
+}
+
+} // namespace tally
