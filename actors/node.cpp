@@ -326,6 +326,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   timers.fbf_tick = fbf_tick_of(fbf_of(cfg));
   timers.checkpoint_interval = cfg.checkpoint_interval;
   timers.read_timeout = cfg.limits.request_timeout;
+  if (cfg.mode == durability::periodic)
+    timers.sync_interval = cfg.periodic_sync;
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
     auto i = core->index();

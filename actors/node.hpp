@@ -37,6 +37,9 @@ struct node_config {
   std::uint16_t port = 8087;
   std::uint32_t partitions = 64;
   durability mode = durability::batch;
+  /// Durability periodic: sync each journal this often (--durability
+  /// periodic:MS, default 1000).
+  std::chrono::milliseconds periodic_sync{1000};
   node_limits limits;
   /// Client I/O threads (--io-threads): server/client_server.hpp.
   std::size_t io_threads = 2;

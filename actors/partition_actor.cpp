@@ -383,6 +383,11 @@ void on_tick(partition_self self) {
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
   expire_reads(self);
+  auto sync_every = st.timers.ticks_per(st.timers.sync_interval);
+  if (sync_every > 0 && st.ticks % sync_every == 0)
+    if (auto s = st.core->sync(); !s)
+      log(log_level::error, "partition ", st.core->index(),
+          ": journal sync failed, partition stopped: ", s.err().to_string());
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
   auto every = st.timers.checkpoint_every();
@@ -405,6 +410,8 @@ caf::behavior partition_fn(partition_self self,
     auto& st = self->state;
     if (st.core && st.core->has_staged())
       flush_now(self);
+    if (st.core) // durability periodic: what was acknowledged is synced now
+      (void)st.core->sync();
     for (auto& r : st.reads)
       r.answer(part_read_resp{make_error(errc::unavailable, "node shutting down"), {}});
     st.reads.clear();
@@ -604,18 +611,21 @@ caf::behavior partition_fn(partition_self self,
 
 std::chrono::milliseconds partition_timers::tick() const noexcept {
   std::chrono::milliseconds t{0};
-  for (auto d : {fbf_tick, checkpoint_interval})
+  for (auto d : {fbf_tick, checkpoint_interval, sync_interval})
     if (d.count() > 0 && (t.count() == 0 || d < t))
       t = d;
   return t.count() > 0 ? std::min(t, max_tick) : t;
 }
 
-std::uint64_t partition_timers::checkpoint_every() const noexcept {
+std::uint64_t partition_timers::ticks_per(std::chrono::milliseconds interval) const noexcept {
   auto t = tick();
-  if (checkpoint_interval.count() <= 0 || t.count() <= 0)
+  if (interval.count() <= 0 || t.count() <= 0)
     return 0;
-  return std::max<std::uint64_t>(
-    1, static_cast<std::uint64_t>(checkpoint_interval / t));
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(interval / t));
+}
+
+std::uint64_t partition_timers::checkpoint_every() const noexcept {
+  return ticks_per(checkpoint_interval);
 }
 
 caf::actor spawn_partition(caf::actor_system& sys,

@@ -47,6 +47,8 @@ struct partition_timers {
   std::chrono::milliseconds fbf_tick{0};
   /// How often a checkpoint runs (rounded to a multiple of the tick).
   std::chrono::milliseconds checkpoint_interval{0};
+  /// Durability periodic: how often the journal is synced (0: never here).
+  std::chrono::milliseconds sync_interval{0};
   /// A read parked longer than this (its snapshot not reached) gets a
   /// timeout error at the next tick; 0: never (the requester's timer only).
   std::chrono::milliseconds read_timeout{0};
@@ -57,6 +59,8 @@ struct partition_timers {
   std::chrono::milliseconds tick() const noexcept;
   /// Ticks between checkpoints (0: never).
   std::uint64_t checkpoint_every() const noexcept;
+  /// Ticks per `interval`, at least 1 (0: interval or tick off).
+  std::uint64_t ticks_per(std::chrono::milliseconds interval) const noexcept;
 };
 
 /// Spawns the partition actor owning `core`: detached (own thread, the

@@ -426,6 +426,15 @@ status partition_core::flush() {
   return {};
 }
 
+status partition_core::sync() {
+  if (failed_)
+    return *failed_;
+  auto st = log_->sync();
+  if (!st)
+    failed_ = st.err();
+  return st;
+}
+
 std::size_t partition_core::advance_filters() {
   const fbf_time now = opts_.now_fbf();
   std::size_t n = 0;

@@ -229,9 +229,15 @@ public:
   /// True when staged records wait for flush().
   bool has_staged() const noexcept { return !staged_.empty(); }
 
-  /// Appends and syncs the staged batch, then applies its commits. On error
-  /// the journal is fail-stopped and every later write fails.
+  /// Appends the staged batch (and syncs it in mode batch), then applies
+  /// its commits. On error the journal is fail-stopped and every later
+  /// write fails.
   status flush();
+
+  /// Makes every appended record durable (mode periodic: the actor's timer
+  /// calls it; batch and full are durable after flush() already). A failed
+  /// sync stops the partition like a failed flush.
+  status sync();
 
   /// Prepared transactions found at recovery with no decision.
   const std::vector<undecided_prepare>& undecided() const noexcept {

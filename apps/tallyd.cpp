@@ -39,7 +39,12 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           cluster port (first start of an empty data dir)
   --partitions Q          ring size, a power of two (default 64); every
                           member of a cluster has the same
-  --durability MODE       full | batch | none (default batch)
+  --durability MODE       full | batch | periodic[:MS] | none (default
+                          batch). full: a sync per commit; batch: a commit
+                          is acknowledged after the group sync covering it;
+                          periodic: acknowledged at once, journals synced
+                          every MS (default 1000; Redis's appendfsync
+                          everysec); none: never synced
   --max-frame-size BYTES  largest client frame (default 16777216)
   --max-transactions N    open interactive transactions (default 10000)
   --max-connections N     client connections (default 1024)
@@ -120,8 +125,16 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       cfg.mode = durability::batch;
     else if (v == "none")
       cfg.mode = durability::none;
-    else
-      throw bad_flag{"--durability is full, batch or none, got '" + v + "'"};
+    else if (v.rfind("periodic", 0) == 0
+             && (v.size() == 8 || v[8] == ':')) {
+      cfg.mode = durability::periodic;
+      if (v.size() > 8) {
+        cfg.periodic_sync = std::chrono::milliseconds(parse_uint(key, v.substr(9), 3600000));
+        if (cfg.periodic_sync.count() == 0)
+          throw bad_flag{"--durability periodic:MS needs MS > 0"};
+      }
+    } else
+      throw bad_flag{"--durability is full, batch, periodic[:MS] or none, got '" + v + "'"};
   } else if (key == "max-frame-size") {
     cfg.limits.max_frame_size =
       static_cast<std::uint32_t>(parse_uint(key, v, 0xffffffffu));
