@@ -11,6 +11,8 @@
 #include "actors/caf_types.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/node_context.hpp"
+#include "actors/open_transactions.hpp"
+#include "actors/partition_calls.hpp"
 #include "ring/partition.hpp"
 
 namespace tally {
@@ -19,42 +21,48 @@ namespace {
 
 class client_gateway final : public request_handler {
 public:
-  client_gateway(caf::actor_system& sys, std::shared_ptr<const node_context> ctx)
-      : sys_(sys), ctx_(std::move(ctx)) {}
+  client_gateway(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                 std::shared_ptr<open_transactions> txs)
+      : sys_(sys), ctx_(std::move(ctx)), txs_(std::move(txs)) {}
 
   void handle(request req, reply_fn reply) override {
-    if (auto* admin = std::get_if<admin_req>(&req))
-      return run_admin(std::move(*admin), std::move(reply));
-    caf::actor target;
-    if (auto* su = std::get_if<static_update_objects_req>(&req)) {
-      if (direct_update(*su, reply))
-        return;
-      target = spawn_static_coordinator(sys_, ctx_);
-    } else if (auto* sr = std::get_if<static_read_objects_req>(&req)) {
-      if (direct_read(*sr, reply))
-        return;
-      target = spawn_static_coordinator(sys_, ctx_);
-    } else {
-      target = ctx_->tx_manager;
-    }
-    caf::anon_send(target, client_request{std::move(req), [reply](client_reply r) {
-                                            reply(std::move(r.resp));
-                                          }});
+    std::visit(
+      [this, &reply](auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, admin_req>) {
+          run_admin(std::move(r), std::move(reply));
+        } else if constexpr (std::is_same_v<T, static_update_objects_req>) {
+          if (!direct_update(r, reply))
+            via_coordinator(std::move(r), std::move(reply));
+        } else if constexpr (std::is_same_v<T, static_read_objects_req>) {
+          if (!direct_read(r, reply))
+            via_coordinator(std::move(r), std::move(reply));
+        } else if constexpr (std::is_same_v<T, start_transaction_req>) {
+          txs_->start(r, std::move(reply));
+        } else if constexpr (std::is_same_v<T, read_objects_req>) {
+          txs_->read(r, std::move(reply));
+        } else if constexpr (std::is_same_v<T, update_objects_req>) {
+          txs_->update(r, std::move(reply));
+        } else if constexpr (std::is_same_v<T, commit_transaction_req>) {
+          txs_->commit(r, std::move(reply));
+        } else {
+          static_assert(std::is_same_v<T, abort_transaction_req>);
+          txs_->abort(r, std::move(reply));
+        }
+      },
+      req);
   }
 
 private:
-  // The local partition actor serving `p`, or null when another node
-  // serves it (or none does): such requests go through a coordinator,
-  // which has the timeouts and errors of remote calls.
-  caf::actor local_partition(std::uint32_t p) const {
-    auto table = ctx_->routes->load();
-    if (p >= table->size())
-      return {};
-    const auto& r = (*table)[p];
-    return r.handle && r.node == ctx_->owner ? r.handle : caf::actor{};
+  // A static request over several partitions: a coordinator of its own.
+  void via_coordinator(request req, reply_fn reply) {
+    caf::anon_send(spawn_static_coordinator(sys_, ctx_),
+                   client_request{std::move(req), [reply](client_reply r) {
+                                    reply(std::move(r.resp));
+                                  }});
   }
 
-  // A static update whose keys all live on one local partition: a one-step
+  // A static update whose keys all live on one partition: a one-step
   // commit there. False when it is not such an update.
   bool direct_update(static_update_objects_req& su, const reply_fn& reply) {
     auto grouped = updates_by_partition(ctx_->q, su.updates);
@@ -65,27 +73,23 @@ private:
     if (grouped->size() != 1)
       return false;
     auto& [p, ups] = *grouped->begin();
-    auto part = local_partition(p);
-    if (!part)
-      return false;
     auto snap = snapshot_for(*ctx_, su.transaction);
     if (!snap) {
       reply(error_resp{snap.err()});
       return true;
     }
-    part_prepare_call call;
-    call.req = part_prepare_req{next_static_tx_id(*ctx_), std::move(ups), *snap, false};
-    call.reply = [reply](part_time_resp r) {
-      if (r.err)
-        reply(error_resp{std::move(*r.err)});
-      else
-        reply(commit_resp{true, clock_bytes(r.time), 0});
-    };
-    caf::anon_send(part, part_prepare_atom::value, std::move(call));
+    call_prepare(sys_, *ctx_, p,
+                 part_prepare_req{next_static_tx_id(*ctx_), std::move(ups), *snap, false},
+                 [reply](part_time_resp r) {
+                   if (r.err)
+                     reply(error_resp{std::move(*r.err)});
+                   else
+                     reply(commit_resp{true, clock_bytes(r.time), 0});
+                 });
     return true;
   }
 
-  // A static read whose keys all live on one local partition: one read
+  // A static read whose keys all live on one partition: one read
   // there at the snapshot. False when it is not such a read.
   bool direct_read(static_read_objects_req& sr, const reply_fn& reply) {
     if (sr.objects.empty())
@@ -107,26 +111,20 @@ private:
       only = *p;
       req.items.push_back(read_item{o.key, o.type, {}});
     }
-    auto part = local_partition(*only);
-    if (!part)
-      return false;
     auto snap = snapshot_for(*ctx_, sr.transaction);
     if (!snap) {
       reply(error_resp{snap.err()});
       return true;
     }
     req.snapshot = vector_clock{{local_dc, *snap}};
-    part_read_call call;
-    call.req = std::move(req);
-    call.reply = [reply, at = *snap](part_read_resp r) {
+    call_read(sys_, *ctx_, *only, std::move(req), [reply, at = *snap](part_read_resp r) {
       if (r.err)
         return reply(error_resp{std::move(*r.err)});
       static_read_objects_resp out;
       out.objects = read_objects_resp{true, std::move(r.values), 0};
       out.commit = commit_resp{true, clock_bytes(at), 0};
       reply(std::move(out));
-    };
-    caf::anon_send(part, part_read_atom::value, std::move(call));
+    });
     return true;
   }
 
@@ -175,13 +173,32 @@ private:
 
   caf::actor_system& sys_;
   std::shared_ptr<const node_context> ctx_;
+  std::shared_ptr<open_transactions> txs_;
 };
+
+using sweep_atom = caf::atom_constant<caf::atom("tx_sweep")>;
+
+// Aborts idle interactive transactions about every 250 ms.
+caf::behavior tx_sweeper(caf::event_based_actor* self,
+                         std::shared_ptr<open_transactions> txs) {
+  self->send(self, sweep_atom::value);
+  return {
+    [self, txs](sweep_atom) {
+      txs->expire(std::chrono::steady_clock::now());
+      self->delayed_send(self, std::chrono::milliseconds{250}, sweep_atom::value);
+    },
+  };
+}
 
 } // namespace
 
-std::shared_ptr<request_handler>
-make_client_gateway(caf::actor_system& sys, std::shared_ptr<const node_context> ctx) {
-  return std::make_shared<client_gateway>(sys, std::move(ctx));
+client_gateway_parts make_client_gateway(caf::actor_system& sys,
+                                         std::shared_ptr<const node_context> ctx) {
+  auto txs = std::make_shared<open_transactions>(sys, ctx);
+  client_gateway_parts out;
+  out.sweeper = sys.spawn(tx_sweeper, txs);
+  out.handler = std::make_shared<client_gateway>(sys, std::move(ctx), std::move(txs));
+  return out;
 }
 
 } // namespace tally

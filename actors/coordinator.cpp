@@ -329,170 +329,28 @@ caf::behavior static_coordinator(caf::stateful_actor<static_state>* self,
   };
 }
 
-// ---- interactive coordinator ----------------------------------------------
+// ---- two-phase commit of an interactive transaction ------------------------
 
-struct interactive_state {
+struct committer_state {
   tx_state tx;
-  static inline const char* name = "tx_coordinator";
+  static inline const char* name = "committer";
 };
 
-caf::behavior interactive_coordinator(
-  caf::stateful_actor<interactive_state>* self,
-  std::shared_ptr<const node_context> ctx, tx_id tx, std::uint64_t snap) {
+void committer(caf::stateful_actor<committer_state>* self,
+               std::shared_ptr<const node_context> ctx, tx_id tx,
+               std::uint64_t snapshot_time,
+               std::map<std::uint32_t, std::vector<tx_update>> writes,
+               std::function<void(expected<std::uint64_t>)> done) {
   auto& st = self->state.tx;
-  st.ctx = ctx;
+  st.ctx = std::move(ctx);
   st.tx = tx;
-  st.snapshot_time = snap;
-  st.snapshot = vector_clock{{local_dc, snap}};
-  return {
-    [self](client_request& cr) -> caf::response_promise {
-      auto rp = self->make_response_promise();
-      answer ans{rp, std::move(cr.sink)};
-      auto& st = self->state.tx;
-      if (st.busy) {
-        ans(error_reply(make_error(
-          errc::invalid_argument, "the transaction is already committing")));
-        return rp;
-      }
-      if (auto* r = std::get_if<read_objects_req>(&cr.req)) {
-        read_objects(self, st, r->objects,
-                     [ans](expected<std::vector<crdt_value>> v) mutable {
-                       if (!v)
-                         ans(error_reply(v.err()));
-                       else
-                         ans(client_reply{
-                           read_objects_resp{true, std::move(*v), 0}});
-                     });
-      } else if (auto* u = std::get_if<update_objects_req>(&cr.req)) {
-        auto ok = add_updates(st, u->updates);
-        ans(ok ? client_reply{operation_resp{true, 0}}
-                      : error_reply(ok.err()));
-      } else if (std::holds_alternative<commit_transaction_req>(cr.req)) {
-        commit_tx(self, st, [self, ans](expected<std::uint64_t> t) mutable {
-          if (!t)
-            ans(error_reply(t.err()));
-          else
-            ans(client_reply{commit_resp{true, clock_bytes(*t), 0}});
-          self->quit();
-        });
-      } else if (std::holds_alternative<abort_transaction_req>(cr.req)) {
-        // Updates are buffered here until commit: nothing to undo elsewhere.
-        ans(client_reply{operation_resp{true, 0}});
-        self->quit();
-      } else {
-        ans(error_reply(make_error(
-          errc::invalid_argument, "not an interactive transaction request")));
-      }
-      return rp;
-    },
-    caf::after(ctx->limits.tx_idle_timeout) >>
-      [self] {
-        if (self->state.tx.busy)
-          return;
-        log(log_level::info, "transaction ", self->state.tx.tx,
-            " aborted: idle longer than the transaction timeout");
-        self->quit();
-      },
-  };
-}
-
-// ---- transaction manager ------------------------------------------------------
-
-struct manager_state {
-  std::uint64_t next_seq = 1;
-  std::map<std::uint64_t, caf::actor> open;
-  std::map<caf::actor_addr, std::uint64_t> by_addr;
-  static inline const char* name = "tx_manager";
-};
-
-caf::behavior tx_manager(caf::stateful_actor<manager_state>* self,
-                         std::shared_ptr<const node_context> ctx) {
-  self->set_down_handler([self](caf::down_msg& m) {
-    auto& st = self->state;
-    auto i = st.by_addr.find(m.source);
-    if (i != st.by_addr.end()) {
-      st.open.erase(i->second);
-      st.by_addr.erase(i);
-    }
+  st.snapshot_time = snapshot_time;
+  st.snapshot = vector_clock{{local_dc, snapshot_time}};
+  st.writes = std::move(writes);
+  commit_tx(self, st, [self, done](expected<std::uint64_t> t) {
+    done(std::move(t));
+    self->quit();
   });
-  return {
-    [self, ctx](client_request& cr) -> caf::response_promise {
-      auto rp = self->make_response_promise();
-      answer ans{rp, std::move(cr.sink)};
-      auto& st = self->state;
-      if (auto* start = std::get_if<start_transaction_req>(&cr.req)) {
-        if (st.open.size() >= ctx->limits.max_open_transactions) {
-          ans(error_reply(make_error(
-            errc::unavailable, "too many open transactions (limit "
-                                 + std::to_string(ctx->limits.max_open_transactions)
-                                 + "): commit or abort some first")));
-          return rp;
-        }
-        auto snap = snapshot_for(*ctx, *start);
-        if (!snap) {
-          ans(error_reply(snap.err()));
-          return rp;
-        }
-        tx_id tx{ctx->incarnation, st.next_seq++};
-        auto coord = self->spawn<caf::linked + caf::monitored>(
-          interactive_coordinator, ctx, tx, *snap);
-        st.open.emplace(tx.seq, coord);
-        st.by_addr.emplace(coord.address(), tx.seq);
-        tx_descriptor d;
-        d.tx = tx;
-        d.owner = ctx->owner;
-        d.owner_incarnation = ctx->incarnation;
-        d.snapshot = vector_clock{{local_dc, *snap}};
-        ans(client_reply{
-          start_transaction_resp{true, encode_tx_descriptor(d), 0}});
-        return rp;
-      }
-      const std::string* desc = std::visit(
-        [](const auto& r) -> const std::string* {
-          using T = std::decay_t<decltype(r)>;
-          if constexpr (std::is_same_v<T, read_objects_req>
-                        || std::is_same_v<T, update_objects_req>
-                        || std::is_same_v<T, abort_transaction_req>
-                        || std::is_same_v<T, commit_transaction_req>)
-            return &r.transaction_descriptor;
-          else
-            return nullptr;
-        },
-        cr.req);
-      if (!desc) {
-        ans(error_reply(make_error(errc::invalid_argument,
-                                          "not a transaction request")));
-        return rp;
-      }
-      auto d = decode_tx_descriptor(*desc);
-      if (!d) {
-        ans(error_reply(d.err()));
-        return rp;
-      }
-      if (d->owner != ctx->owner || d->owner_incarnation != ctx->incarnation
-          || d->tx.origin != ctx->incarnation) {
-        ans(error_reply(make_error(
-          errc::aborted, "stale transaction descriptor: it was issued by "
-                           + d->owner + " before a restart or by another node; "
-                                        "start a new transaction")));
-        return rp;
-      }
-      auto i = st.open.find(d->tx.seq);
-      if (i == st.open.end()) {
-        ans(error_reply(make_error(
-          errc::aborted, "unknown transaction: it committed, aborted or "
-                         "timed out; start a new transaction")));
-        return rp;
-      }
-      if (ans.sink) {
-        cr.sink = std::move(ans.sink); // the coordinator answers it
-        self->send(i->second, std::move(cr));
-        return rp;
-      }
-      rp.delegate(i->second, std::move(cr));
-      return rp;
-    },
-  };
 }
 
 } // namespace
@@ -552,9 +410,12 @@ caf::actor spawn_static_coordinator(caf::actor_system& sys,
   return sys.spawn(static_coordinator, std::move(ctx), tx);
 }
 
-caf::actor spawn_tx_manager(caf::actor_system& sys,
-                            std::shared_ptr<const node_context> ctx) {
-  return sys.spawn(tx_manager, std::move(ctx));
+void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                      tx_id tx, std::uint64_t snapshot_time,
+                      std::map<std::uint32_t, std::vector<tx_update>> writes,
+                      std::function<void(expected<std::uint64_t>)> done) {
+  sys.spawn(committer, std::move(ctx), tx, snapshot_time, std::move(writes),
+            std::move(done));
 }
 
 } // namespace tally

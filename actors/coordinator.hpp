@@ -1,22 +1,23 @@
-// Transaction coordinators and the transaction manager (DESIGN.md,
-// "Transactions"; docs/NODE.md).
+// Transaction coordinators (DESIGN.md, "Transactions"; docs/NODE.md) and
+// the transaction helpers the client gateway shares with them.
 //
-// Protocol, all client_request -> client_reply (actors/messages.hpp):
+// Coordinators are short-lived actors for the requests that touch several
+// partitions (a single-partition request goes straight to its partition,
+// actors/client_gateway.hpp; interactive transactions live in
+// actors/open_transactions.hpp):
 //   static coordinator (spawn_static_coordinator): one per static request
-//     (122 StaticUpdateObjects, 123 StaticReadObjects); answers it and quits.
-//   tx manager (spawn_tx_manager): one per node; answers 119
-//     StartTransaction by spawning an interactive coordinator and returning
-//     its descriptor, and delegates 116/118/120/121 to the coordinator the
-//     descriptor names (stale or foreign descriptors get an ErrorResp).
-//   interactive coordinator: one per open transaction; buffers updates,
-//     reads with its own updates, commits or aborts, then quits; aborted
-//     when idle longer than node_limits::tx_idle_timeout.
+//     (122 StaticUpdateObjects, 123 StaticReadObjects) over several
+//     partitions; client_request -> client_reply (through the request's
+//     sink when it has one), then quits;
+//   committer (commit_two_phase): the two-phase commit of an interactive
+//     transaction that wrote to several partitions.
 // Commit: one partition -> one-step commit; several -> two-phase (durable
 // prepares, commit time = max prepare time, commit records), acknowledged
 // once every commit record is durable.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,7 +61,12 @@ std::string clock_bytes(std::uint64_t t);
 caf::actor spawn_static_coordinator(caf::actor_system& sys,
                                     std::shared_ptr<const node_context> ctx);
 
-caf::actor spawn_tx_manager(caf::actor_system& sys,
-                            std::shared_ptr<const node_context> ctx);
+/// Commits an interactive transaction's writes on several partitions
+/// (two-phase) from a short-lived coordinator actor; `done` gets the commit
+/// time or the error, on that actor's thread.
+void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                      tx_id tx, std::uint64_t snapshot_time,
+                      std::map<std::uint32_t, std::vector<tx_update>> writes,
+                      std::function<void(expected<std::uint64_t>)> done);
 
 } // namespace tally

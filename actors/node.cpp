@@ -376,8 +376,6 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                         + sys.render(published.error())
                         + " (in use? pick another with --cluster-port)");
   }
-  ctx->tx_manager = spawn_tx_manager(sys, ctx);
-  self->actors_.push_back(ctx->tx_manager);
   server_options so;
   so.bind = cfg.bind;
   so.port = cfg.port;
@@ -386,7 +384,9 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.max_connections = cfg.limits.max_connections;
   so.max_in_flight = cfg.limits.max_in_flight;
   so.max_pending_output = cfg.limits.max_pending_output;
-  auto server = client_server::start(so, make_client_gateway(sys, ctx));
+  auto gateway = make_client_gateway(sys, ctx);
+  self->actors_.push_back(gateway.sweeper);
+  auto server = client_server::start(so, gateway.handler);
   if (!server) {
     self->stop();
     return server.err();

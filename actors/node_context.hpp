@@ -102,7 +102,6 @@ struct node_context {
   std::string owner;             // node name in transaction descriptors
   std::uint64_t incarnation = 0; // start time (us): new on every restart
   node_limits limits;
-  caf::actor tx_manager;         // set before the endpoint accepts clients
   caf::actor membership;         // answers admin requests (cluster status, leave)
   std::shared_ptr<safe_board> board;
 };

@@ -11,6 +11,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include "actors/caf_types.hpp"
+#include "actors/client_gateway.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/node_context.hpp"
 #include "actors/partition_actor.hpp"
@@ -36,6 +37,7 @@ struct fixture {
   std::filesystem::path dir;
   std::shared_ptr<node_context> ctx = std::make_shared<node_context>();
   std::vector<caf::actor> partitions;
+  client_gateway_parts gateway;
 
   fixture() {
     std::random_device rd;
@@ -56,12 +58,12 @@ struct fixture {
         sys, std::move(*core), false, board_slot(ctx->board, i)));
     }
     ctx->routes->store(local_routes(partitions, ctx->owner));
-    ctx->tx_manager = spawn_tx_manager(sys, ctx);
+    gateway = make_client_gateway(sys, ctx);
   }
   ~fixture() {
     for (auto& p : partitions)
       caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(ctx->tx_manager, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gateway.sweeper, caf::exit_reason::user_shutdown);
     sched.run();
     std::filesystem::remove_all(dir);
   }
@@ -79,6 +81,14 @@ struct fixture {
   }
   response ask_static(request req) {
     return ask(spawn_static_coordinator(sys, ctx), std::move(req));
+  }
+  // The client server's path: the gateway, then every actor it reached.
+  response ask_gateway(request req) {
+    std::optional<response> out;
+    gateway.handler->handle(std::move(req), [&](response r) { out = std::move(r); });
+    sched.run();
+    BOOST_REQUIRE_MESSAGE(out, "no reply after the scheduler ran dry");
+    return *out;
   }
 };
 
@@ -114,21 +124,21 @@ BOOST_AUTO_TEST_CASE(static_commit_over_several_partitions_is_read_atomically) {
 }
 
 BOOST_AUTO_TEST_CASE(interactive_transaction_buffers_until_commit) {
-  auto st = std::get<start_transaction_resp>(ask(ctx->tx_manager, start_transaction_req{}));
+  auto st = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
   BOOST_REQUIRE(st.success);
   auto d = decode_tx_descriptor(st.transaction_descriptor);
   BOOST_REQUIRE(d);
   BOOST_TEST(d->owner_incarnation == 42u);
-  auto u = ask(ctx->tx_manager, update_objects_req{{inc("x", 5), inc("y", 1)},
+  auto u = ask_gateway(update_objects_req{{inc("x", 5), inc("y", 1)},
                                                    st.transaction_descriptor});
   BOOST_TEST(std::get<operation_resp>(u).success);
-  auto r = ask(ctx->tx_manager, read_objects_req{{counter("x")}, st.transaction_descriptor});
+  auto r = ask_gateway(read_objects_req{{counter("x")}, st.transaction_descriptor});
   BOOST_TEST(std::get<std::int64_t>(std::get<read_objects_resp>(r).values[0]) == 5);
   static_read_objects_req outside;
   outside.objects = {counter("x")};
   auto o = std::get<static_read_objects_resp>(ask_static(outside));
   BOOST_TEST(std::get<std::int64_t>(o.objects.values[0]) == 0);
-  auto c = std::get<commit_resp>(ask(ctx->tx_manager,
+  auto c = std::get<commit_resp>(ask_gateway(
                                      commit_transaction_req{st.transaction_descriptor}));
   BOOST_REQUIRE(c.success);
   outside.transaction.timestamp = c.commit_time;
@@ -141,11 +151,59 @@ BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) 
   d.tx = {7, 1};
   d.owner = "tally@test";
   d.owner_incarnation = 7; // an earlier incarnation
-  auto r = ask(ctx->tx_manager, commit_transaction_req{encode_tx_descriptor(d)});
+  auto r = ask_gateway(commit_transaction_req{encode_tx_descriptor(d)});
   BOOST_TEST(std::holds_alternative<error_resp>(r));
   static_read_objects_req rd;
   rd.objects = {bound_object{object_key{"b", "s"}, crdt_type::orset}};
   BOOST_TEST(std::holds_alternative<error_resp>(ask_static(rd)));
+  BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(rd)));
+}
+
+// A descriptor names its transaction by a random sequence number: another
+// client's transaction cannot be reached by counting from one's own.
+BOOST_AUTO_TEST_CASE(a_neighbouring_descriptor_names_no_transaction) {
+  auto mine = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  auto theirs = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  auto d = decode_tx_descriptor(mine.transaction_descriptor);
+  auto t = decode_tx_descriptor(theirs.transaction_descriptor);
+  BOOST_REQUIRE(d && t);
+  BOOST_TEST(d->tx.seq != t->tx.seq);
+  for (std::uint64_t step : {1u, 2u}) {
+    auto forged = *d;
+    forged.tx.seq += step;
+    if (forged.tx.seq == t->tx.seq)
+      continue; // 2^-63: the test's own bad luck, not a guess
+    auto r = ask_gateway(update_objects_req{{inc("victim", 1000000)},
+                                            encode_tx_descriptor(forged)});
+    BOOST_TEST(std::holds_alternative<error_resp>(r));
+  }
+  auto c = ask_gateway(commit_transaction_req{theirs.transaction_descriptor});
+  BOOST_TEST(std::get<commit_resp>(c).success);
+}
+
+BOOST_AUTO_TEST_CASE(single_partition_static_requests_go_straight_to_the_partition) {
+  static_update_objects_req up;
+  up.updates = {inc("solo", 3)};
+  auto c = std::get<commit_resp>(ask_gateway(up));
+  BOOST_REQUIRE(c.success);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = c.commit_time;
+  rd.objects = {counter("solo")};
+  auto s = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST(std::get<std::int64_t>(s.objects.values[0]) == 3);
+  // Several partitions go through a coordinator, with the same answers.
+  static_update_objects_req multi;
+  for (int i = 0; i < 8; ++i)
+    multi.updates.push_back(inc("m" + std::to_string(i), i));
+  auto mc = std::get<commit_resp>(ask_gateway(multi));
+  BOOST_REQUIRE(mc.success);
+  static_read_objects_req all;
+  all.transaction.timestamp = mc.commit_time;
+  for (int i = 0; i < 8; ++i)
+    all.objects.push_back(counter("m" + std::to_string(i)));
+  auto ms = std::get<static_read_objects_resp>(ask_gateway(all));
+  for (int i = 0; i < 8; ++i)
+    BOOST_TEST(std::get<std::int64_t>(ms.objects.values[std::size_t(i)]) == i);
 }
 
 BOOST_AUTO_TEST_CASE(duplicate_op_id_across_two_partitions_is_applied_once) {

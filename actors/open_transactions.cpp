@@ -1,0 +1,260 @@
+#include "actors/open_transactions.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/coordinator.hpp"
+#include "actors/node_context.hpp"
+#include "actors/partition_calls.hpp"
+#include "common/log.hpp"
+#include "protocol/descriptor.hpp"
+#include "ring/partition.hpp"
+
+namespace tally {
+
+struct open_transactions::open_tx {
+  std::mutex mu;
+  tx_id id;
+  std::uint64_t snapshot = 0;
+  std::map<std::uint32_t, std::vector<tx_update>> writes; // by partition
+  std::map<object_key, std::vector<crdt_effect>> own;
+  bool committing = false;
+  std::chrono::steady_clock::time_point last_used;
+};
+
+namespace {
+
+// The values of several partition reads, gathered from their threads.
+struct read_gather {
+  std::mutex mu;
+  std::vector<crdt_value> values;
+  std::size_t left = 0;
+  std::optional<error> err;
+  reply_fn reply;
+};
+
+} // namespace
+
+open_transactions::open_transactions(caf::actor_system& sys,
+                                     std::shared_ptr<const node_context> ctx)
+    : sys_(sys), ctx_(std::move(ctx)), ids_(std::random_device{}()) {
+  ids_.seed((static_cast<std::uint64_t>(std::random_device{}()) << 32)
+            ^ std::random_device{}());
+}
+
+std::size_t open_transactions::size() const {
+  std::lock_guard<std::mutex> g{mu_};
+  return open_.size();
+}
+
+void open_transactions::start(const start_transaction_req& req, reply_fn reply) {
+  auto snap = snapshot_for(*ctx_, req);
+  if (!snap)
+    return reply(error_resp{snap.err()});
+  auto tx = std::make_shared<open_tx>();
+  tx->snapshot = *snap;
+  tx->last_used = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g{mu_};
+    if (open_.size() >= ctx_->limits.max_open_transactions)
+      return reply(error_resp{make_error(
+        errc::unavailable, "too many open transactions (limit "
+                             + std::to_string(ctx_->limits.max_open_transactions)
+                             + "): commit or abort some first")});
+    // Random, never 0, never taken: unguessable from another descriptor.
+    std::uint64_t seq = 0;
+    do
+      seq = ids_() >> 1; // below the static ids, which count down from 2^64
+    while (seq == 0 || open_.count(seq) != 0);
+    tx->id = tx_id{ctx_->incarnation, seq};
+    open_.emplace(seq, tx);
+  }
+  tx_descriptor d;
+  d.tx = tx->id;
+  d.owner = ctx_->owner;
+  d.owner_incarnation = ctx_->incarnation;
+  d.snapshot = vector_clock{{local_dc, *snap}};
+  reply(start_transaction_resp{true, encode_tx_descriptor(d), 0});
+}
+
+expected<std::shared_ptr<open_transactions::open_tx>>
+open_transactions::find(const std::string& descriptor) {
+  auto d = decode_tx_descriptor(descriptor);
+  if (!d)
+    return d.err();
+  if (d->owner != ctx_->owner || d->owner_incarnation != ctx_->incarnation
+      || d->tx.origin != ctx_->incarnation)
+    return make_error(errc::aborted,
+                      "stale transaction descriptor: it was issued by " + d->owner
+                        + " before a restart or by another node; start a new "
+                          "transaction");
+  std::lock_guard<std::mutex> g{mu_};
+  auto i = open_.find(d->tx.seq);
+  if (i == open_.end())
+    return make_error(errc::aborted, "unknown transaction: it committed, aborted or "
+                                     "timed out; start a new transaction");
+  return i->second;
+}
+
+void open_transactions::forget(std::uint64_t seq) {
+  std::lock_guard<std::mutex> g{mu_};
+  open_.erase(seq);
+}
+
+void open_transactions::read(const read_objects_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  auto& t = **tx;
+  std::map<std::uint32_t, std::pair<part_read_req, std::vector<std::size_t>>> by_part;
+  {
+    std::lock_guard<std::mutex> g{t.mu};
+    if (t.committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+    t.last_used = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < req.objects.size(); ++i) {
+      const auto& o = req.objects[i];
+      if (auto ok = check_supported(o); !ok)
+        return reply(error_resp{ok.err()});
+      auto p = partition_for(o.key.bucket, o.key.key, ctx_->q);
+      if (!p)
+        return reply(error_resp{p.err()});
+      auto& slot = by_part[*p];
+      slot.first.snapshot = vector_clock{{local_dc, t.snapshot}};
+      std::vector<crdt_effect> own;
+      if (auto it = t.own.find(o.key); it != t.own.end())
+        own = it->second;
+      slot.first.items.push_back(read_item{o.key, o.type, std::move(own)});
+      slot.second.push_back(i);
+    }
+  }
+  if (by_part.empty())
+    return reply(read_objects_resp{true, {}, 0});
+  auto g = std::make_shared<read_gather>();
+  g->values.resize(req.objects.size());
+  g->left = by_part.size();
+  g->reply = std::move(reply);
+  for (auto& [p, slot] : by_part)
+    call_read(sys_, *ctx_, p, std::move(slot.first),
+              [g, idx = std::move(slot.second)](part_read_resp r) {
+                bool last = false;
+                {
+                  std::lock_guard<std::mutex> lock{g->mu};
+                  if (r.err && !g->err)
+                    g->err = std::move(r.err);
+                  else
+                    for (std::size_t j = 0; j < idx.size() && j < r.values.size(); ++j)
+                      g->values[idx[j]] = std::move(r.values[j]);
+                  last = --g->left == 0;
+                }
+                if (!last)
+                  return;
+                if (g->err)
+                  g->reply(error_resp{*g->err});
+                else
+                  g->reply(read_objects_resp{true, std::move(g->values), 0});
+              });
+}
+
+void open_transactions::update(const update_objects_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  // Validated first: nothing is buffered on an error.
+  auto grouped = updates_by_partition(ctx_->q, req.updates);
+  if (!grouped)
+    return reply(error_resp{grouped.err()});
+  auto& t = **tx;
+  {
+    std::lock_guard<std::mutex> g{t.mu};
+    if (t.committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+    t.last_used = std::chrono::steady_clock::now();
+    for (auto& [p, ups] : *grouped)
+      for (auto& u : ups) {
+        t.own[u.key].push_back(u.effect);
+        t.writes[p].push_back(std::move(u));
+      }
+  }
+  reply(operation_resp{true, 0});
+}
+
+void open_transactions::commit(const commit_transaction_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  auto& t = **tx;
+  std::map<std::uint32_t, std::vector<tx_update>> writes;
+  {
+    std::lock_guard<std::mutex> g{t.mu};
+    if (t.committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+    t.committing = true;
+    writes = std::move(t.writes);
+  }
+  auto id = t.id;
+  auto snapshot = t.snapshot;
+  forget(id.seq);
+  if (writes.empty()) // read-only: commits at its snapshot
+    return reply(commit_resp{true, clock_bytes(snapshot), 0});
+  auto done = [reply](expected<std::uint64_t> at) {
+    if (!at)
+      reply(error_resp{at.err()});
+    else
+      reply(commit_resp{true, clock_bytes(*at), 0});
+  };
+  if (writes.size() == 1) {
+    auto& [p, ups] = *writes.begin();
+    return call_prepare(sys_, *ctx_, p, part_prepare_req{id, std::move(ups), snapshot, false},
+                        [done](part_time_resp r) {
+                          if (r.err)
+                            done(*r.err);
+                          else
+                            done(r.time);
+                        });
+  }
+  commit_two_phase(sys_, ctx_, id, snapshot, std::move(writes), std::move(done));
+}
+
+void open_transactions::abort(const abort_transaction_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  {
+    std::lock_guard<std::mutex> g{(*tx)->mu};
+    if ((*tx)->committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+  }
+  // Updates are buffered here until commit: nothing to undo elsewhere.
+  forget((*tx)->id.seq);
+  reply(operation_resp{true, 0});
+}
+
+std::size_t open_transactions::expire(std::chrono::steady_clock::time_point now) {
+  std::vector<tx_id> gone;
+  {
+    std::lock_guard<std::mutex> g{mu_};
+    for (auto i = open_.begin(); i != open_.end();) {
+      auto& t = *i->second;
+      std::lock_guard<std::mutex> lock{t.mu};
+      if (!t.committing && now - t.last_used > ctx_->limits.tx_idle_timeout) {
+        gone.push_back(t.id);
+        i = open_.erase(i);
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (const auto& id : gone)
+    log(log_level::info, "transaction ", id,
+        " aborted: idle longer than the transaction timeout");
+  return gone.size();
+}
+
+} // namespace tally
