@@ -9,11 +9,9 @@
 
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
-#include "actors/coordinator.hpp"
 #include "actors/node_context.hpp"
 #include "actors/open_transactions.hpp"
-#include "actors/partition_calls.hpp"
-#include "ring/partition.hpp"
+#include "actors/transactions.hpp"
 
 namespace tally {
 
@@ -32,11 +30,9 @@ public:
         if constexpr (std::is_same_v<T, admin_req>) {
           run_admin(std::move(r), std::move(reply));
         } else if constexpr (std::is_same_v<T, static_update_objects_req>) {
-          if (!direct_update(r, reply))
-            via_coordinator(std::move(r), std::move(reply));
+          static_update(r, std::move(reply));
         } else if constexpr (std::is_same_v<T, static_read_objects_req>) {
-          if (!direct_read(r, reply))
-            via_coordinator(std::move(r), std::move(reply));
+          static_read(r, std::move(reply));
         } else if constexpr (std::is_same_v<T, start_transaction_req>) {
           txs_->start(r, std::move(reply));
         } else if constexpr (std::is_same_v<T, read_objects_req>) {
@@ -54,78 +50,38 @@ public:
   }
 
 private:
-  // A static request over several partitions: a coordinator of its own.
-  void via_coordinator(request req, reply_fn reply) {
-    caf::anon_send(spawn_static_coordinator(sys_, ctx_),
-                   client_request{std::move(req), [reply](client_reply r) {
-                                    reply(std::move(r.resp));
-                                  }});
-  }
-
-  // A static update whose keys all live on one partition: a one-step
-  // commit there. False when it is not such an update.
-  bool direct_update(static_update_objects_req& su, const reply_fn& reply) {
+  // 122: start, update and commit in one request (a one-step commit when
+  // every key lives on one partition).
+  void static_update(static_update_objects_req& su, reply_fn reply) {
     auto grouped = updates_by_partition(ctx_->q, su.updates);
-    if (!grouped) {
-      reply(error_resp{grouped.err()});
-      return true;
-    }
-    if (grouped->size() != 1)
-      return false;
-    auto& [p, ups] = *grouped->begin();
+    if (!grouped)
+      return reply(error_resp{grouped.err()});
     auto snap = snapshot_for(*ctx_, su.transaction);
-    if (!snap) {
-      reply(error_resp{snap.err()});
-      return true;
-    }
-    call_prepare(sys_, *ctx_, p,
-                 part_prepare_req{next_static_tx_id(*ctx_), std::move(ups), *snap, false},
-                 [reply](part_time_resp r) {
-                   if (r.err)
-                     reply(error_resp{std::move(*r.err)});
-                   else
-                     reply(commit_resp{true, clock_bytes(r.time), 0});
-                 });
-    return true;
+    if (!snap)
+      return reply(error_resp{snap.err()});
+    commit_writes(sys_, ctx_, next_static_tx_id(*ctx_), *snap, std::move(*grouped),
+                  [reply](expected<std::uint64_t> at) {
+                    if (!at)
+                      reply(error_resp{at.err()});
+                    else
+                      reply(commit_resp{true, clock_bytes(*at), 0});
+                  });
   }
 
-  // A static read whose keys all live on one partition: one read
-  // there at the snapshot. False when it is not such a read.
-  bool direct_read(static_read_objects_req& sr, const reply_fn& reply) {
-    if (sr.objects.empty())
-      return false;
-    std::optional<std::uint32_t> only;
-    part_read_req req;
-    for (const auto& o : sr.objects) {
-      if (auto ok = check_supported(o); !ok) {
-        reply(error_resp{ok.err()});
-        return true;
-      }
-      auto p = partition_for(o.key.bucket, o.key.key, ctx_->q);
-      if (!p) {
-        reply(error_resp{p.err()});
-        return true;
-      }
-      if (only && *only != *p)
-        return false;
-      only = *p;
-      req.items.push_back(read_item{o.key, o.type, {}});
-    }
+  // 123: one snapshot read.
+  void static_read(static_read_objects_req& sr, reply_fn reply) {
     auto snap = snapshot_for(*ctx_, sr.transaction);
-    if (!snap) {
-      reply(error_resp{snap.err()});
-      return true;
-    }
-    req.snapshot = vector_clock{{local_dc, *snap}};
-    call_read(sys_, *ctx_, *only, std::move(req), [reply, at = *snap](part_read_resp r) {
-      if (r.err)
-        return reply(error_resp{std::move(*r.err)});
-      static_read_objects_resp out;
-      out.objects = read_objects_resp{true, std::move(r.values), 0};
-      out.commit = commit_resp{true, clock_bytes(at), 0};
-      reply(std::move(out));
-    });
-    return true;
+    if (!snap)
+      return reply(error_resp{snap.err()});
+    read_at(sys_, ctx_, *snap, sr.objects, {},
+            [reply, at = *snap](expected<std::vector<crdt_value>> v) {
+              if (!v)
+                return reply(error_resp{v.err()});
+              static_read_objects_resp out;
+              out.objects = read_objects_resp{true, std::move(*v), 0};
+              out.commit = commit_resp{true, clock_bytes(at), 0};
+              reply(std::move(out));
+            });
   }
 
   // Tally's admin requests (docs/CLUSTER.md, "Admin"): answered by the

@@ -111,6 +111,10 @@ struct part_prepare_call {
   part_prepare_req req;
   std::function<void(part_time_resp)> reply;
 };
+struct part_commit_call {
+  part_commit_req req;
+  std::function<void(part_ack)> reply;
+};
 
 inline client_reply error_reply(error err) {
   return client_reply{error_resp{std::move(err)}};

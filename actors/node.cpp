@@ -20,7 +20,6 @@
 #include <caf/io/all.hpp>
 
 #include "actors/client_gateway.hpp"
-#include "actors/coordinator.hpp"
 #include "actors/handoff.hpp"
 #include "common/log.hpp"
 #include "actors/membership.hpp"
@@ -331,7 +330,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
     auto i = core->index();
-    local[i] = spawn_partition(sys, std::move(core), cfg.detached_partitions,
+    local[i] = spawn_partition(sys, std::move(core), cfg.partitions_detached(),
                                board_slot(ctx->board, i), timers);
     self->actors_.push_back(local[i]);
   }
@@ -350,7 +349,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;
-  bool detached = cfg.detached_partitions;
+  bool detached = cfg.partitions_detached();
   mc.open_partition = [&sys, opts_for, board, detached, timers,
                        spawned](std::uint32_t i) -> expected<caf::actor> {
     auto core = partition_core::open(opts_for(i));

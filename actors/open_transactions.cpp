@@ -5,12 +5,10 @@
 #include <utility>
 #include <vector>
 
-#include "actors/coordinator.hpp"
 #include "actors/node_context.hpp"
-#include "actors/partition_calls.hpp"
+#include "actors/transactions.hpp"
 #include "common/log.hpp"
 #include "protocol/descriptor.hpp"
-#include "ring/partition.hpp"
 
 namespace tally {
 
@@ -23,19 +21,6 @@ struct open_transactions::open_tx {
   bool committing = false;
   std::chrono::steady_clock::time_point last_used;
 };
-
-namespace {
-
-// The values of several partition reads, gathered from their threads.
-struct read_gather {
-  std::mutex mu;
-  std::vector<crdt_value> values;
-  std::size_t left = 0;
-  std::optional<error> err;
-  reply_fn reply;
-};
-
-} // namespace
 
 open_transactions::open_transactions(caf::actor_system& sys,
                                      std::shared_ptr<const node_context> ctx)
@@ -108,55 +93,30 @@ void open_transactions::read(const read_objects_req& req, reply_fn reply) {
   if (!tx)
     return reply(error_resp{tx.err()});
   auto& t = **tx;
-  std::map<std::uint32_t, std::pair<part_read_req, std::vector<std::size_t>>> by_part;
+  std::uint64_t snapshot = 0;
+  auto own = std::make_shared<std::map<object_key, std::vector<crdt_effect>>>();
   {
     std::lock_guard<std::mutex> g{t.mu};
     if (t.committing)
       return reply(error_resp{make_error(errc::invalid_argument,
                                          "the transaction is already committing")});
     t.last_used = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < req.objects.size(); ++i) {
-      const auto& o = req.objects[i];
-      if (auto ok = check_supported(o); !ok)
-        return reply(error_resp{ok.err()});
-      auto p = partition_for(o.key.bucket, o.key.key, ctx_->q);
-      if (!p)
-        return reply(error_resp{p.err()});
-      auto& slot = by_part[*p];
-      slot.first.snapshot = vector_clock{{local_dc, t.snapshot}};
-      std::vector<crdt_effect> own;
+    snapshot = t.snapshot;
+    for (const auto& o : req.objects)
       if (auto it = t.own.find(o.key); it != t.own.end())
-        own = it->second;
-      slot.first.items.push_back(read_item{o.key, o.type, std::move(own)});
-      slot.second.push_back(i);
-    }
+        own->emplace(o.key, it->second);
   }
-  if (by_part.empty())
-    return reply(read_objects_resp{true, {}, 0});
-  auto g = std::make_shared<read_gather>();
-  g->values.resize(req.objects.size());
-  g->left = by_part.size();
-  g->reply = std::move(reply);
-  for (auto& [p, slot] : by_part)
-    call_read(sys_, *ctx_, p, std::move(slot.first),
-              [g, idx = std::move(slot.second)](part_read_resp r) {
-                bool last = false;
-                {
-                  std::lock_guard<std::mutex> lock{g->mu};
-                  if (r.err && !g->err)
-                    g->err = std::move(r.err);
-                  else
-                    for (std::size_t j = 0; j < idx.size() && j < r.values.size(); ++j)
-                      g->values[idx[j]] = std::move(r.values[j]);
-                  last = --g->left == 0;
-                }
-                if (!last)
-                  return;
-                if (g->err)
-                  g->reply(error_resp{*g->err});
-                else
-                  g->reply(read_objects_resp{true, std::move(g->values), 0});
-              });
+  read_at(sys_, ctx_, snapshot, req.objects,
+          [own](const object_key& k) {
+            auto it = own->find(k);
+            return it == own->end() ? std::vector<crdt_effect>{} : it->second;
+          },
+          [reply](expected<std::vector<crdt_value>> v) {
+            if (!v)
+              reply(error_resp{v.err()});
+            else
+              reply(read_objects_resp{true, std::move(*v), 0});
+          });
 }
 
 void open_transactions::update(const update_objects_req& req, reply_fn reply) {
@@ -200,25 +160,13 @@ void open_transactions::commit(const commit_transaction_req& req, reply_fn reply
   auto id = t.id;
   auto snapshot = t.snapshot;
   forget(id.seq);
-  if (writes.empty()) // read-only: commits at its snapshot
-    return reply(commit_resp{true, clock_bytes(snapshot), 0});
-  auto done = [reply](expected<std::uint64_t> at) {
-    if (!at)
-      reply(error_resp{at.err()});
-    else
-      reply(commit_resp{true, clock_bytes(*at), 0});
-  };
-  if (writes.size() == 1) {
-    auto& [p, ups] = *writes.begin();
-    return call_prepare(sys_, *ctx_, p, part_prepare_req{id, std::move(ups), snapshot, false},
-                        [done](part_time_resp r) {
-                          if (r.err)
-                            done(*r.err);
-                          else
-                            done(r.time);
-                        });
-  }
-  commit_two_phase(sys_, ctx_, id, snapshot, std::move(writes), std::move(done));
+  commit_writes(sys_, ctx_, id, snapshot, std::move(writes),
+                [reply](expected<std::uint64_t> at) {
+                  if (!at)
+                    reply(error_resp{at.err()});
+                  else
+                    reply(commit_resp{true, clock_bytes(*at), 0});
+                });
 }
 
 void open_transactions::abort(const abort_transaction_req& req, reply_fn reply) {

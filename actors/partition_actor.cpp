@@ -32,10 +32,14 @@ struct waiting_write {
   bool is_ack = false; // part_ack, else part_time_resp
   part_time_resp time;
   std::function<void(part_time_resp)> fn;
+  std::function<void(part_ack)> ack_fn; // a part_commit_call's
 
   void answer(std::optional<error> err) {
     if (is_ack) {
-      rp.deliver(encode_wire(part_ack{std::move(err)}));
+      if (ack_fn)
+        ack_fn(part_ack{std::move(err)});
+      else
+        rp.deliver(encode_wire(part_ack{std::move(err)}));
       return;
     }
     part_time_resp r = err ? part_time_resp{std::move(err), 0, 0} : time;
@@ -454,7 +458,7 @@ caf::behavior partition_fn(partition_self self,
       }
       auto rp = self->make_response_promise();
       st.writes.push_back(
-        {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}, {}});
+        {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}, {}, {}});
       publish(self);
       schedule_flush(self);
       return rp;
@@ -470,7 +474,7 @@ caf::behavior partition_fn(partition_self self,
       if (!c)
         return encode_wire(part_ack{c.err()});
       auto rp = self->make_response_promise();
-      st.writes.push_back({rp, true, {}, {}});
+      st.writes.push_back({rp, true, {}, {}, {}});
       schedule_flush(self);
       return rp;
     },
@@ -551,8 +555,19 @@ caf::behavior partition_fn(partition_self self,
       }
       st.writes.push_back({{}, false,
                            part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
-                           std::move(call.reply)});
+                           std::move(call.reply), {}});
       publish(self);
+      schedule_flush(self);
+    },
+    [self](part_commit_atom, part_commit_call& call) {
+      auto& st = self->state;
+      if (st.mode != partition_mode::serving)
+        return via_mailbox(self, part_commit_atom::value, call.req,
+                           std::move(call.reply));
+      auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
+      if (!c)
+        return call.reply(part_ack{c.err()});
+      st.writes.push_back({{}, true, {}, {}, std::move(call.reply)});
       schedule_flush(self);
     },
     [self](flush_atom) {

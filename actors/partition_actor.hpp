@@ -5,7 +5,8 @@
 //   part_prepare_req -> part_time_resp   once its records are durable
 //   part_commit_req  -> part_ack         once the commit record is durable
 //   part_abort_req   -> part_ack         at once
-//   part_read_call, part_prepare_call (anon_send from the client server):
+//   part_read_call, part_prepare_call, part_commit_call (anon_send from the
+//                    client server):
 //                    as the read and prepare above, answered through the
 //                    call's function instead of a promise
 //   exit message     -> flushes what is staged, then quits.

@@ -72,6 +72,26 @@ void call_read(caf::actor_system& sys, const node_context& ctx, std::uint32_t p,
                               part_read_atom::value, encode_wire(req), std::move(done));
 }
 
+void call_commit(caf::actor_system& sys, const node_context& ctx,
+                 std::uint32_t p, part_commit_req req,
+                 std::function<void(part_ack)> done) {
+  auto table = ctx.routes->load();
+  auto r = route_for(*table, p);
+  if (!r)
+    return done(failed<part_ack>(r.err()));
+  if ((*r)->node == ctx.owner)
+    return caf::anon_send((*r)->handle, part_commit_atom::value,
+                          part_commit_call{std::move(req), std::move(done)});
+  remote_call<part_ack>(sys, (*r)->handle, ctx.limits.request_timeout,
+                        part_commit_atom::value, encode_wire(req), std::move(done));
+}
+
+void send_abort(const node_context& ctx, std::uint32_t p, const tx_id& tx) {
+  auto table = ctx.routes->load();
+  if (auto r = route_for(*table, p))
+    caf::anon_send((*r)->handle, part_abort_atom::value, encode_wire(part_abort_req{tx}));
+}
+
 void call_prepare(caf::actor_system& sys, const node_context& ctx,
                   std::uint32_t p, part_prepare_req req,
                   std::function<void(part_time_resp)> done) {

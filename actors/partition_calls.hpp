@@ -31,4 +31,13 @@ void call_prepare(caf::actor_system& sys, const node_context& ctx,
                   std::uint32_t p, part_prepare_req req,
                   std::function<void(part_time_resp)> done);
 
+/// Phase two at partition `p`: answered once the commit record is durable.
+void call_commit(caf::actor_system& sys, const node_context& ctx,
+                 std::uint32_t p, part_commit_req req,
+                 std::function<void(part_ack)> done);
+
+/// Aborts a transaction prepared at partition `p`; nobody waits for it (a
+/// lost abort leaves a prepare that recovery resolves, docs/CLUSTER.md).
+void send_abort(const node_context& ctx, std::uint32_t p, const tx_id& tx);
+
 } // namespace tally

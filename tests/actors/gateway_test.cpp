@@ -1,7 +1,8 @@
-// The coordinators, the transaction manager and the partition actors under
-// CAF's deterministic test scheduler (CAF-NOTES.md, "Tests"): partitions are
-// spawned on the scheduler (not detached) so run() steps every actor; the
-// test sends, runs, then receives with a zero timeout. No sleeps.
+// The client gateway (interactive transactions, static requests, two-phase
+// commit) and the partition actors under CAF's deterministic test scheduler
+// (CAF-NOTES.md, "Tests"): partitions are spawned on the scheduler (not
+// detached) so run() steps every actor; the test hands a request to the
+// gateway, runs the scheduler dry, then checks the reply. No sleeps.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -12,7 +13,6 @@
 
 #include "actors/caf_types.hpp"
 #include "actors/client_gateway.hpp"
-#include "actors/coordinator.hpp"
 #include "actors/node_context.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
@@ -68,20 +68,6 @@ struct fixture {
     std::filesystem::remove_all(dir);
   }
 
-  // Sends `req` to `to`, runs every actor to quiescence, returns the reply.
-  response ask(const caf::actor& to, request req) {
-    self->send(to, client_request{std::move(req), {}});
-    sched.run();
-    response out = error_resp{};
-    bool got = false;
-    self->receive([&](client_reply& r) { out = std::move(r.resp); got = true; },
-                  caf::after(0s) >> [] {});
-    BOOST_REQUIRE_MESSAGE(got, "no reply after the scheduler ran dry");
-    return out;
-  }
-  response ask_static(request req) {
-    return ask(spawn_static_coordinator(sys, ctx), std::move(req));
-  }
   // The client server's path: the gateway, then every actor it reached.
   response ask_gateway(request req) {
     std::optional<response> out;
@@ -102,20 +88,20 @@ update_op inc(const std::string& k, std::int64_t d,
 
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(coordinator_tests, fixture)
+BOOST_FIXTURE_TEST_SUITE(gateway_tests, fixture)
 
 BOOST_AUTO_TEST_CASE(static_commit_over_several_partitions_is_read_atomically) {
   static_update_objects_req up;
   for (int i = 0; i < 16; ++i)
     up.updates.push_back(inc("k" + std::to_string(i), i));
-  auto r = ask_static(up);
+  auto r = ask_gateway(up);
   auto* c = std::get_if<commit_resp>(&r);
   BOOST_REQUIRE(c && c->success);
   static_read_objects_req rd;
   rd.transaction.timestamp = c->commit_time;
   for (int i = 0; i < 16; ++i)
     rd.objects.push_back(counter("k" + std::to_string(i)));
-  auto rr = ask_static(rd);
+  auto rr = ask_gateway(rd);
   auto* s = std::get_if<static_read_objects_resp>(&rr);
   BOOST_REQUIRE(s && s->objects.success);
   for (int i = 0; i < 16; ++i)
@@ -136,13 +122,13 @@ BOOST_AUTO_TEST_CASE(interactive_transaction_buffers_until_commit) {
   BOOST_TEST(std::get<std::int64_t>(std::get<read_objects_resp>(r).values[0]) == 5);
   static_read_objects_req outside;
   outside.objects = {counter("x")};
-  auto o = std::get<static_read_objects_resp>(ask_static(outside));
+  auto o = std::get<static_read_objects_resp>(ask_gateway(outside));
   BOOST_TEST(std::get<std::int64_t>(o.objects.values[0]) == 0);
   auto c = std::get<commit_resp>(ask_gateway(
                                      commit_transaction_req{st.transaction_descriptor}));
   BOOST_REQUIRE(c.success);
   outside.transaction.timestamp = c.commit_time;
-  auto o2 = std::get<static_read_objects_resp>(ask_static(outside));
+  auto o2 = std::get<static_read_objects_resp>(ask_gateway(outside));
   BOOST_TEST(std::get<std::int64_t>(o2.objects.values[0]) == 5);
 }
 
@@ -155,7 +141,6 @@ BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) 
   BOOST_TEST(std::holds_alternative<error_resp>(r));
   static_read_objects_req rd;
   rd.objects = {bound_object{object_key{"b", "s"}, crdt_type::orset}};
-  BOOST_TEST(std::holds_alternative<error_resp>(ask_static(rd)));
   BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(rd)));
 }
 
@@ -181,7 +166,7 @@ BOOST_AUTO_TEST_CASE(a_neighbouring_descriptor_names_no_transaction) {
   BOOST_TEST(std::get<commit_resp>(c).success);
 }
 
-BOOST_AUTO_TEST_CASE(single_partition_static_requests_go_straight_to_the_partition) {
+BOOST_AUTO_TEST_CASE(single_and_multi_partition_static_requests_agree) {
   static_update_objects_req up;
   up.updates = {inc("solo", 3)};
   auto c = std::get<commit_resp>(ask_gateway(up));
@@ -210,13 +195,13 @@ BOOST_AUTO_TEST_CASE(duplicate_op_id_across_two_partitions_is_applied_once) {
   op_id id{1234, 1};
   static_update_objects_req up;
   up.updates = {inc("a", 1, id), inc("zz", 1, op_id{1234, 2})};
-  auto c1 = std::get<commit_resp>(ask_static(up));
-  auto c2 = std::get<commit_resp>(ask_static(up)); // the retry
+  auto c1 = std::get<commit_resp>(ask_gateway(up));
+  auto c2 = std::get<commit_resp>(ask_gateway(up)); // the retry
   BOOST_REQUIRE(c1.success && c2.success);
   static_read_objects_req rd;
   rd.transaction.timestamp = c2.commit_time;
   rd.objects = {counter("a"), counter("zz")};
-  auto s = std::get<static_read_objects_resp>(ask_static(rd));
+  auto s = std::get<static_read_objects_resp>(ask_gateway(rd));
   BOOST_TEST(std::get<std::int64_t>(s.objects.values[0]) == 1);
   BOOST_TEST(std::get<std::int64_t>(s.objects.values[1]) == 1);
 }
