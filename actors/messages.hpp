@@ -1,7 +1,8 @@
 // The messages between a node's actors (docs/NODE.md, "Actors"): plain
-// structs, whitelisted as local-only CAF message types in actors/caf_types.hpp.
-// They never cross a node boundary yet (one node), so they carry no
-// serialization; a cluster will register inspect() overloads for them.
+// structs. Those to a partition cross node boundaries as wire bytes
+// (actors/wire.hpp); the direct calls from the client server carry a
+// function and stay on the node (whitelisted as local-only CAF message
+// types in actors/caf_types.hpp).
 #pragma once
 
 #include <cstdint>
@@ -84,25 +85,12 @@ struct part_stale_resp {
   std::vector<std::uint64_t> prepare_times; // one per tx
 };
 
-// ---- client endpoint <-> coordinators ---------------------------------------
+// ---- the client server's direct calls ------------------------------------
 
-struct client_reply {
-  response resp;
-};
-
-/// A decoded client request, answered with a client_reply: through `sink`
-/// when set (the client server's path, server/: sent with anon_send, so no
-/// response promise and no timer), else to the requester.
-struct client_request {
-  request req;
-  std::function<void(client_reply)> sink;
-};
-
-/// A read or a one-step commit sent to a local partition with anon_send
-/// instead of request(): the partition calls `reply` (on its thread) with
-/// what it would have answered. The client server's direct path for a
-/// static request on one local partition: no coordinator, no promise, no
-/// timer, no encoding.
+/// A read, prepare or commit sent to a local partition with anon_send
+/// instead of request() (actors/partition_calls.hpp): the partition calls
+/// `reply` (on its thread) with what it would have answered. No promise,
+/// no timer, no encoding.
 struct part_read_call {
   part_read_req req;
   std::function<void(part_read_resp)> reply;
