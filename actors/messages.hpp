@@ -104,8 +104,4 @@ struct part_commit_call {
   std::function<void(part_ack)> reply;
 };
 
-inline client_reply error_reply(error err) {
-  return client_reply{error_resp{std::move(err)}};
-}
-
 } // namespace tally

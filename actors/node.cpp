@@ -383,6 +383,9 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.max_connections = cfg.limits.max_connections;
   so.max_in_flight = cfg.limits.max_in_flight;
   so.max_pending_output = cfg.limits.max_pending_output;
+  so.max_partial_request_bytes = cfg.limits.max_partial_request_bytes;
+  so.idle_timeout = cfg.limits.idle_timeout;
+  so.request_read_timeout = cfg.limits.request_read_timeout;
   auto gateway = make_client_gateway(sys, ctx);
   self->actors_.push_back(gateway.sweeper);
   auto server = client_server::start(so, gateway.handler);

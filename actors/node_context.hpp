@@ -28,6 +28,14 @@ struct node_limits {
   std::size_t max_in_flight = 1024;
   /// Reply bytes a client has not read before the server stops reading it.
   std::size_t max_pending_output = 4u << 20;
+  /// Partly received request bytes across all connections.
+  std::size_t max_partial_request_bytes = 256u << 20;
+  /// Connections idle this long are closed (0: never).
+  std::chrono::milliseconds idle_timeout{300000};
+  /// Connections stalled inside a request this long are closed (0: never).
+  std::chrono::milliseconds request_read_timeout{10000};
+  /// Updates one interactive transaction may buffer.
+  std::size_t max_tx_updates = 100000;
   /// An interactive transaction idle this long is aborted.
   std::chrono::milliseconds tx_idle_timeout{30000};
   /// How long a coordinator waits for a partition (a read may wait for a

@@ -18,6 +18,7 @@ struct open_transactions::open_tx {
   std::uint64_t snapshot = 0;
   std::map<std::uint32_t, std::vector<tx_update>> writes; // by partition
   std::map<object_key, std::vector<crdt_effect>> own;
+  std::size_t updates = 0; // buffered, for --max-tx-updates
   bool committing = false;
   std::chrono::steady_clock::time_point last_used;
 };
@@ -133,6 +134,13 @@ void open_transactions::update(const update_objects_req& req, reply_fn reply) {
     if (t.committing)
       return reply(error_resp{make_error(errc::invalid_argument,
                                          "the transaction is already committing")});
+    if (t.updates + req.updates.size() > ctx_->limits.max_tx_updates)
+      return reply(error_resp{make_error(
+        errc::invalid_argument,
+        "the transaction would buffer " + std::to_string(t.updates + req.updates.size())
+          + " updates, over the limit of " + std::to_string(ctx_->limits.max_tx_updates)
+          + " (--max-tx-updates): commit it and start another")});
+    t.updates += req.updates.size();
     t.last_used = std::chrono::steady_clock::now();
     for (auto& [p, ups] : *grouped)
       for (auto& u : ups) {

@@ -54,6 +54,17 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           reply bytes a client has not read before the
                           node stops reading it (default 4194304)
   --io-threads N          client I/O threads (default 2)
+  --max-partial-request-bytes BYTES
+                          bytes of partly received requests across all
+                          connections; over it a connection gets an error
+                          and is closed (default 268435456)
+  --idle-timeout-ms MS    close a connection idle this long (default
+                          300000; 0 = never)
+  --request-read-timeout-ms MS
+                          close a connection stalled inside a request this
+                          long (default 10000; 0 = never)
+  --max-tx-updates N      updates one interactive transaction may buffer
+                          (default 100000)
   --tx-timeout-ms MS      idle interactive transactions abort (default 30000)
   --request-timeout-ms MS how long a coordinator waits for a partition, local
                           or remote, before the client gets a timeout error
@@ -155,6 +166,16 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_pending_output = parse_uint(key, v, 1ull << 32);
     if (cfg.limits.max_pending_output == 0)
       throw bad_flag{"--max-pending-output must be positive"};
+  } else if (key == "max-partial-request-bytes") {
+    cfg.limits.max_partial_request_bytes = parse_uint(key, v, 1ull << 40);
+  } else if (key == "idle-timeout-ms") {
+    cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "request-read-timeout-ms") {
+    cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "max-tx-updates") {
+    cfg.limits.max_tx_updates = parse_uint(key, v, 1u << 30);
+    if (cfg.limits.max_tx_updates == 0)
+      throw bad_flag{"--max-tx-updates must be positive"};
   } else if (key == "io-threads") {
     cfg.io_threads = parse_uint(key, v, 64);
     if (cfg.io_threads == 0)

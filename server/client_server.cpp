@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -82,9 +83,11 @@ class shard {
 public:
   shard(std::size_t index, const server_options& opts,
         std::shared_ptr<request_handler> handler,
-        std::shared_ptr<std::atomic<std::size_t>> live)
+        std::shared_ptr<std::atomic<std::size_t>> live,
+        std::shared_ptr<partial_frame_budget> budget)
       : index_(index), opts_(opts), handler_(std::move(handler)),
-        live_(std::move(live)), inbox_(std::make_shared<inbox>()) {}
+        live_(std::move(live)), budget_(std::move(budget)),
+        inbox_(std::make_shared<inbox>()) {}
 
   ~shard() {
     for (auto& [id, c] : conns_)
@@ -126,8 +129,9 @@ public:
 
   void run() {
     epoll_event evs[256];
+    auto last_sweep = clock::now();
     while (running_) {
-      int n = ::epoll_wait(epfd_, evs, 256, -1);
+      int n = ::epoll_wait(epfd_, evs, 256, 1000);
       if (n < 0) {
         if (errno == EINTR)
           continue;
@@ -146,6 +150,11 @@ public:
         }
       }
       flush_dirty();
+      auto now = clock::now();
+      if (now - last_sweep >= std::chrono::seconds{1}) {
+        sweep(now);
+        last_sweep = now;
+      }
     }
   }
 
@@ -154,9 +163,12 @@ public:
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto id = next_id_++;
-    auto c = std::make_unique<conn>(fd, id, connection_limits{opts_.max_frame_size,
-                                                              opts_.max_in_flight,
-                                                              opts_.max_pending_output});
+    auto c = std::make_unique<conn>(fd, id,
+                                    connection_limits{opts_.max_frame_size,
+                                                      opts_.max_in_flight,
+                                                      opts_.max_pending_output},
+                                    budget_);
+    c->last_active = clock::now();
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = id;
@@ -171,14 +183,42 @@ public:
   }
 
 private:
+  using clock = std::chrono::steady_clock;
+
   struct conn {
-    conn(int f, std::uint64_t i, connection_limits l) : fd(f), id(i), state(l) {}
+    conn(int f, std::uint64_t i, connection_limits l,
+         std::shared_ptr<partial_frame_budget> b)
+        : fd(f), id(i), state(l, std::move(b)) {}
     int fd;
     std::uint64_t id;
     client_connection state;
     std::uint32_t events = 0; // what epoll watches now
     bool dirty = false;
+    clock::time_point last_active;   // last bytes in, or last reply
+    std::optional<clock::time_point> partial_since; // mid-request since
   };
+
+  // Closes idle connections and senders stalled inside a request.
+  void sweep(clock::time_point now) {
+    std::vector<std::uint64_t> doomed;
+    for (auto& [id, c] : conns_) {
+      const auto& s = c->state;
+      if (opts_.request_read_timeout.count() > 0 && c->partial_since
+          && now - *c->partial_since > opts_.request_read_timeout) {
+        log(log_level::warn, "client connection closed: a request stayed incomplete for over ",
+            opts_.request_read_timeout.count(), " ms (--request-read-timeout-ms)");
+        doomed.push_back(id);
+      } else if (opts_.idle_timeout.count() > 0 && s.in_flight() == 0
+                 && s.output().empty() && now - c->last_active > opts_.idle_timeout) {
+        log(log_level::info, "client connection closed: idle for over ",
+            opts_.idle_timeout.count(), " ms (--idle-timeout-ms)");
+        doomed.push_back(id);
+      }
+    }
+    for (auto id : doomed)
+      if (auto it = conns_.find(id); it != conns_.end())
+        close_conn(*it->second);
+  }
 
   void accept_all() {
     for (;;) {
@@ -215,6 +255,12 @@ private:
         close_conn(c);
         return;
       }
+      auto now = clock::now();
+      c.last_active = now;
+      if (!c.state.mid_request())
+        c.partial_since.reset();
+      else if (!c.partial_since)
+        c.partial_since = now;
       pump(c);
     }
     if (events & EPOLLOUT)
@@ -268,6 +314,7 @@ private:
     if (it == conns_.end())
       return; // the connection went away meanwhile
     auto& c = *it->second;
+    c.last_active = clock::now();
     c.state.complete(slot, std::move(bytes), seen);
     pump(c); // requests held back by the in-flight limit go on now
   }
@@ -332,6 +379,7 @@ private:
   server_options opts_;
   std::shared_ptr<request_handler> handler_;
   std::shared_ptr<std::atomic<std::size_t>> live_;
+  std::shared_ptr<partial_frame_budget> budget_;
   std::shared_ptr<inbox> inbox_;
   int epfd_ = -1;
   int listen_fd_ = -1;
@@ -397,9 +445,12 @@ client_server::start(server_options opts, std::shared_ptr<request_handler> handl
   self->listen_fd_ = sock->first;
   self->port_ = sock->second;
   auto live = std::make_shared<std::atomic<std::size_t>>(0);
+  auto budget = opts.max_partial_request_bytes > 0
+                  ? std::make_shared<partial_frame_budget>(opts.max_partial_request_bytes)
+                  : nullptr;
   std::vector<shard*> all;
   for (std::size_t i = 0; i < opts.threads; ++i) {
-    auto s = std::make_shared<shard>(i, opts, handler, live);
+    auto s = std::make_shared<shard>(i, opts, handler, live, budget);
     if (auto st = s->open(); !st)
       return st.err();
     all.push_back(s.get());

@@ -16,7 +16,9 @@
 // unanswered, or with more than `max_pending_output` reply bytes its peer
 // has not read, is not read from until that drains (the kernel's socket
 // buffer then pushes back on the client); connections above
-// `max_connections` are closed at accept.
+// `max_connections` are closed at accept. Partly received requests share
+// one memory budget across connections; idle connections and senders that
+// stall inside a request are closed (checked about once a second).
 // A client that half-closes (shutdown(SHUT_WR)) still gets every reply.
 // Sessions: every connection keeps a session_floor, so a client that sends
 // no clock still reads its own writes, monotonically.
@@ -49,6 +51,16 @@ struct server_options {
   std::size_t max_in_flight = 1024;
   /// Reply bytes a peer has not read before the server stops reading it.
   std::size_t max_pending_output = 4u << 20;
+  /// Bytes of partly received requests across all connections (one
+  /// budget): a connection that would go over it gets an error and is
+  /// closed. 0: no budget.
+  std::size_t max_partial_request_bytes = 256u << 20;
+  /// A connection with nothing in flight and nothing received for this
+  /// long is closed (0: never).
+  std::chrono::milliseconds idle_timeout{300000};
+  /// A connection in the middle of a request for this long (a stalled or
+  /// slowloris sender) is closed (0: never).
+  std::chrono::milliseconds request_read_timeout{10000};
 };
 
 class shard;

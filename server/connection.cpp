@@ -12,14 +12,38 @@ std::string reply_bytes(const response& resp) {
   return bytes ? std::move(*bytes) : std::string{};
 }
 
-client_connection::client_connection(connection_limits limits)
-    : limits_(limits), decoder_(limits.max_frame_size) {}
+client_connection::client_connection(connection_limits limits,
+                                     std::shared_ptr<partial_frame_budget> budget)
+    : limits_(limits), budget_(std::move(budget)), decoder_(limits.max_frame_size) {}
+
+client_connection::~client_connection() {
+  if (budget_)
+    budget_->resize(charged_, 0);
+}
 
 void client_connection::feed(std::string_view bytes) {
   if (ended_ || peer_closed_ || framing_error_)
     return;
+  // Charged before the decoder may buffer them, settled after: the node
+  // never holds more partly received bytes than the budget.
+  if (budget_ && !budget_->resize(charged_, charged_ + bytes.size())) {
+    framing_error_ = make_error(
+      errc::unavailable,
+      "the node holds " + std::to_string(budget_->used())
+        + " bytes of partly received requests, its limit "
+          "(--max-partial-request-bytes "
+        + std::to_string(budget_->limit()) + "): send whole requests, or retry later");
+    return;
+  }
+  if (budget_)
+    charged_ += bytes.size();
   if (auto st = decoder_.feed(bytes); !st)
     framing_error_ = st.err();
+  if (budget_) {
+    auto now = decoder_.partial_bytes();
+    budget_->resize(charged_, now);
+    charged_ = now;
+  }
 }
 
 void client_connection::peer_closed() {

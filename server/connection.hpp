@@ -5,8 +5,10 @@
 // Plain C++ and single-threaded: tests drive it byte by byte.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,13 +26,49 @@ struct connection_limits {
   std::size_t max_pending_output = 4u << 20;
 };
 
+/// Bytes of partly received requests across all connections of a node:
+/// one budget, so that many connections each sending part of a large
+/// frame cannot together exhaust memory (issue 17: 100 x 15 MiB).
+/// Thread-safe.
+class partial_frame_budget {
+public:
+  explicit partial_frame_budget(std::size_t limit) : limit_(limit) {}
+  /// Moves a connection's share from `before` to `after` bytes; false
+  /// (nothing changed) when the total would exceed the limit.
+  bool resize(std::size_t before, std::size_t after) noexcept {
+    if (after <= before) {
+      used_.fetch_sub(before - after, std::memory_order_relaxed);
+      return true;
+    }
+    auto grow = after - before;
+    auto now = used_.load(std::memory_order_relaxed);
+    do {
+      if (now + grow > limit_)
+        return false;
+    } while (!used_.compare_exchange_weak(now, now + grow, std::memory_order_relaxed));
+    return true;
+  }
+  std::size_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+  std::size_t limit() const noexcept { return limit_; }
+
+private:
+  std::size_t limit_;
+  std::atomic<std::size_t> used_{0};
+};
+
 class client_connection {
 public:
-  explicit client_connection(connection_limits limits);
+  /// `budget` (may be null: no limit) is shared by the node's connections.
+  explicit client_connection(connection_limits limits,
+                             std::shared_ptr<partial_frame_budget> budget = nullptr);
+  ~client_connection();
+  client_connection(const client_connection&) = delete;
+  client_connection& operator=(const client_connection&) = delete;
 
   /// Bytes read from the socket. A framing error (a zero or oversized
-  /// length) is answered with an ErrorResp after the replies to the frames
-  /// before it, then the connection closes.
+  /// length), or a partial frame that would take the node's partial-frame
+  /// budget over its limit, is answered with an ErrorResp after the
+  /// replies to the frames before it, then the connection closes.
   void feed(std::string_view bytes);
   /// The peer closed its sending side: every request already received is
   /// still answered, then the connection closes.
@@ -66,12 +104,16 @@ public:
   bool done() const noexcept;
   std::size_t in_flight() const noexcept { return slots_.size() - filled_; }
   const session_floor& floor() const noexcept { return floor_; }
+  /// True while part of a request is buffered (a slow or stalled sender).
+  bool mid_request() const noexcept { return decoder_.mid_frame(); }
 
 private:
   void fill(std::uint64_t slot, std::string bytes);
   std::uint64_t open_slot();
 
   connection_limits limits_;
+  std::shared_ptr<partial_frame_budget> budget_;
+  std::size_t charged_ = 0; // this connection's share of the budget
   frame_decoder decoder_;
   session_floor floor_;
   std::deque<std::optional<std::string>> slots_; // from slot next_write_

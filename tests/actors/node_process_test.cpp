@@ -346,6 +346,48 @@ BOOST_AUTO_TEST_CASE(a_half_closed_connection_still_gets_every_reply) {
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
+// A sender that stalls inside a request (slowloris) and a connection that
+// stays idle are closed; other clients are served meanwhile.
+BOOST_AUTO_TEST_CASE(stalled_and_idle_connections_are_closed) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start({"--request-read-timeout-ms", "300", "--idle-timeout-ms", "3000"}));
+  auto closed_within = [](conn& c, int seconds) {
+    timeval tv{seconds, 0};
+    ::setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    return ::read(c.fd, &b, 1) == 0; // EOF, not the timeout
+  };
+  conn slow{s.port};
+  slow.send_raw(std::string("\0\0", 2)); // half a length prefix, then nothing
+  conn idle{s.port};
+  conn busy{s.port};
+  static_update(busy, {inc("alive", 1)});
+  BOOST_TEST(closed_within(slow, 5)); // 0.3 s, checked once a second
+  BOOST_TEST(read_values(busy, {"alive"})[0] == 1);
+  BOOST_TEST(closed_within(idle, 8)); // 3 s without a request
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_interactive_transaction_cannot_buffer_without_bound) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start({"--max-tx-updates", "10"}));
+  conn c{s.port};
+  auto st = std::get<start_transaction_resp>(c.call(start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  std::vector<update_op> eight(8, inc("t", 1));
+  BOOST_TEST(std::get<operation_resp>(c.call(update_objects_req{eight, st.transaction_descriptor})).success);
+  auto over = c.call(update_objects_req{eight, st.transaction_descriptor});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(over));
+  BOOST_TEST(std::get<error_resp>(over).err.message().find("--max-tx-updates") != std::string::npos);
+  // The first eight still commit.
+  auto cm = std::get<commit_resp>(c.call(commit_transaction_req{st.transaction_descriptor}));
+  BOOST_REQUIRE(cm.success);
+  BOOST_TEST(read_values(c, {"t"}, cm.commit_time)[0] == 8);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
 // A client that never sends a clock (antidote_ts_client, the Go client)
 // still reads its own writes, monotonically: the server keeps each
 // connection's floor. Another connection's two-phase commits keep

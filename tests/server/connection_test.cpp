@@ -233,3 +233,45 @@ BOOST_AUTO_TEST_CASE(requests_without_a_clock_get_the_session_floor) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(partial_frame_budget_tests)
+
+// Partly received requests of all connections share one budget: a
+// connection that would take it over its limit gets an error and ends,
+// and a finished frame gives its bytes back.
+BOOST_AUTO_TEST_CASE(connections_share_one_budget_for_partial_requests) {
+  auto budget = std::make_shared<partial_frame_budget>(100);
+  client_connection a{connection_limits{}, budget};
+  client_connection b{connection_limits{}, budget};
+  std::string big = frame_of(read_req(std::string(70, 'x')));
+  BOOST_REQUIRE_GT(big.size(), 80u);
+  BOOST_REQUIRE_LE(big.size(), 100u);
+  a.feed(std::string_view{big}.substr(0, 80)); // 80 bytes held
+  BOOST_TEST(budget->used() == 80u);
+  b.feed(std::string_view{big}.substr(0, 40)); // would be 120: refused
+  BOOST_TEST(budget->used() == 80u);
+  BOOST_TEST(!b.wants_read());
+  BOOST_TEST(drain(b).empty());
+  auto rs = responses(b.output());
+  BOOST_REQUIRE_EQUAL(rs.size(), 1u);
+  BOOST_TEST(std::holds_alternative<error_resp>(rs[0]));
+  a.feed(std::string_view{big}.substr(80)); // a's frame completes
+  BOOST_TEST(budget->used() == 0u);
+  BOOST_TEST(drain(a).size() == 1u);
+  client_connection c{connection_limits{}, budget};
+  c.feed(std::string_view{big}.substr(0, big.size() - 1)); // room again
+  BOOST_TEST(budget->used() == big.size() - 1);
+  BOOST_TEST(c.wants_read());
+}
+
+BOOST_AUTO_TEST_CASE(a_closed_connection_gives_its_partial_bytes_back) {
+  auto budget = std::make_shared<partial_frame_budget>(1000);
+  {
+    client_connection a{connection_limits{}, budget};
+    a.feed(frame_of(read_req("k")).substr(0, 5));
+    BOOST_TEST(budget->used() == 5u);
+  }
+  BOOST_TEST(budget->used() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
