@@ -293,6 +293,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.path = (root / "partitions" / std::to_string(i)).string();
     po.mode = cfg.mode;
     po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
+    po.map_size = cfg.map_size;
     po.snapshot_retention_us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(
         cfg.snapshot_retention)
@@ -383,6 +384,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.max_connections = cfg.limits.max_connections;
   so.max_in_flight = cfg.limits.max_in_flight;
   so.max_pending_output = cfg.limits.max_pending_output;
+  so.requests = cfg.limits.requests;
   so.max_partial_request_bytes = cfg.limits.max_partial_request_bytes;
   so.idle_timeout = cfg.limits.idle_timeout;
   so.request_read_timeout = cfg.limits.request_read_timeout;

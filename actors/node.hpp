@@ -76,6 +76,11 @@ struct node_config {
   std::size_t fbf_past_filters = 2;
   std::chrono::milliseconds fbf_retry_timeout{5000};
   double fbf_target_fpp = 1e-3;
+  /// Each partition's LMDB map size in bytes (--map-size). A full map fails
+  /// the writes of the batch that hit it with errc::storage_full; reads go
+  /// on, and writes resume once a restart with a larger map (or a
+  /// checkpoint's truncation) makes room.
+  std::uint64_t map_size = std::uint64_t{1} << 30;
 };
 
 /// Refuses a configuration the node cannot run safely, with errc::bad_config

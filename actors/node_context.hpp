@@ -13,6 +13,7 @@
 #include <caf/actor.hpp>
 
 #include "protocol/frame.hpp"
+#include "protocol/request_limits.hpp"
 
 namespace tally {
 
@@ -41,6 +42,9 @@ struct node_limits {
   /// How long a coordinator waits for a partition (a read may wait for a
   /// prepared transaction): then the client gets a timeout error.
   std::chrono::milliseconds request_timeout{10000};
+  /// Bounds every client request is checked against at the door
+  /// (protocol/request_limits.hpp, docs/SECURITY.md).
+  request_limits requests;
 };
 
 /// Each partition's blocked_from() (partition_core.hpp), published by the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -50,6 +51,27 @@ struct waiting_write {
   }
 };
 
+// Where a prepare's answer goes: its promise, or a part_prepare_call's
+// function.
+struct prepare_reply {
+  caf::response_promise rp;
+  std::function<void(part_time_resp)> fn;
+
+  void operator()(part_time_resp r) {
+    if (fn)
+      fn(std::move(r));
+    else
+      rp.deliver(encode_wire(r));
+  }
+};
+
+// A prepare that waits in partition_core for the outcome of another
+// transaction holding one of its op ids (partition_core::take_ready).
+struct parked_prepare {
+  prepare_reply reply;
+  bool two_phase = false;
+};
+
 // A read parked until the safe time reaches its snapshot.
 struct waiting_read {
   part_read_req req;
@@ -87,6 +109,7 @@ struct partition_state {
   std::uint32_t index = 0;
   std::vector<waiting_write> writes;
   std::vector<waiting_read> reads;
+  std::map<tx_id, parked_prepare> parked;
   bool flush_scheduled = false;
   bool retry_scheduled = false;
   partition_mode mode = partition_mode::serving;
@@ -123,11 +146,13 @@ part_read_resp serve(partition_core& core, const part_read_req& req) {
   return out;
 }
 
+void redrive_ready(partition_self self);
+
 void flush_now(partition_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
   auto res = st.core->flush();
-  if (!res)
+  if (!res && st.core->stopped())
     log(log_level::error, "partition ", st.core->index(),
         ": journal write failed, partition stopped: ", res.err().to_string());
   publish(self);
@@ -135,6 +160,47 @@ void flush_now(partition_self self) {
   st.writes.clear();
   for (auto& w : writes)
     w.answer(res ? std::nullopt : std::optional<error>{res.err()});
+  redrive_ready(self);
+}
+
+void schedule_flush(partition_self self);
+
+// The rest of a prepare once partition_core has answered: parked while it
+// waits for another transaction's outcome, else staged (plus the commit of
+// a one-step transaction) and answered after the flush.
+void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
+                   expected<prepare_outcome> out, prepare_reply reply) {
+  auto& st = self->state;
+  if (out && out->blocked_by) {
+    st.parked[tx] = parked_prepare{std::move(reply), two_phase};
+    return;
+  }
+  if (!out)
+    return reply(part_time_resp{out.err(), 0, 0});
+  if (!two_phase) {
+    if (auto c = st.core->stage_commit(tx, out->prepare_time); !c)
+      return reply(part_time_resp{c.err(), 0, 0});
+  }
+  st.writes.push_back(
+    {std::move(reply.rp), false,
+     part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
+     std::move(reply.fn), {}});
+  publish(self);
+  schedule_flush(self);
+}
+
+// Re-drives the parked prepares whose blocking transaction is decided.
+void redrive_ready(partition_self self) {
+  auto& st = self->state;
+  for (const auto& tx : st.core->take_ready()) {
+    auto i = st.parked.find(tx);
+    if (i == st.parked.end())
+      continue;
+    auto parked = std::move(i->second);
+    st.parked.erase(i);
+    admit_prepare(self, tx, parked.two_phase, st.core->resume_prepare(tx),
+                  std::move(parked.reply));
+  }
 }
 
 void schedule_flush(partition_self self) {
@@ -246,6 +312,11 @@ void close_if_drained(partition_self self) {
       defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
   }
   st.reads.clear();
+  for (auto& [tx, p] : st.parked)
+    p.reply(part_time_resp{make_error(errc::timeout, "partition " + std::to_string(st.index)
+                                                       + " was moving to another node; retry"),
+                           0, 0});
+  st.parked.clear();
   st.core.reset(); // closes the LMDB environment
   if (st.slot)
     st.slot->store(UINT64_MAX, std::memory_order_release);
@@ -394,6 +465,9 @@ void on_tick(partition_self self) {
           ": journal sync failed, partition stopped: ", s.err().to_string());
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
+  // Decisions kept after a failed batch (a full map) are retried.
+  if (st.core->has_staged() && !st.core->stopped())
+    schedule_flush(self);
   auto every = st.timers.checkpoint_every();
   if (every > 0 && st.ticks % every == 0)
     run_checkpoint(self);
@@ -419,6 +493,9 @@ caf::behavior partition_fn(partition_self self,
     for (auto& r : st.reads)
       r.answer(part_read_resp{make_error(errc::unavailable, "node shutting down"), {}});
     st.reads.clear();
+    for (auto& [tx, p] : st.parked)
+      p.reply(part_time_resp{make_error(errc::unavailable, "node shutting down"), 0, 0});
+    st.parked.clear();
     for (auto& d : st.deferred)
       d.rp.deliver(error_reply_bytes(
         d.kind, make_error(errc::unavailable, "node shutting down")));
@@ -449,18 +526,8 @@ caf::behavior partition_fn(partition_self self,
         return encode_wire(part_time_resp{req.err(), 0, 0});
       auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
                                         req->snapshot_time, req->two_phase);
-      if (!out)
-        return encode_wire(part_time_resp{out.err(), 0, 0});
-      if (!req->two_phase) {
-        auto c = st.core->stage_commit(req->tx, out->prepare_time);
-        if (!c)
-          return encode_wire(part_time_resp{c.err(), 0, 0});
-      }
       auto rp = self->make_response_promise();
-      st.writes.push_back(
-        {rp, false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed}, {}, {}});
-      publish(self);
-      schedule_flush(self);
+      admit_prepare(self, req->tx, req->two_phase, std::move(out), prepare_reply{rp, {}});
       return rp;
     },
     [self](part_commit_atom, std::string& bytes) -> caf::result<std::string> {
@@ -486,6 +553,7 @@ caf::behavior partition_fn(partition_self self,
       if (!req)
         return encode_wire(part_ack{req.err()});
       auto a = st.core->stage_abort(req->tx);
+      redrive_ready(self);
       publish(self);
       if (st.core->has_staged())
         schedule_flush(self);
@@ -546,18 +614,8 @@ caf::behavior partition_fn(partition_self self,
       auto& req = call.req;
       auto out = st.core->stage_prepare(req.tx, std::move(req.updates),
                                         req.snapshot_time, req.two_phase);
-      if (!out)
-        return call.reply(part_time_resp{out.err(), 0, 0});
-      if (!req.two_phase) {
-        auto c = st.core->stage_commit(req.tx, out->prepare_time);
-        if (!c)
-          return call.reply(part_time_resp{c.err(), 0, 0});
-      }
-      st.writes.push_back({{}, false,
-                           part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
-                           std::move(call.reply), {}});
-      publish(self);
-      schedule_flush(self);
+      admit_prepare(self, req.tx, req.two_phase, std::move(out),
+                    prepare_reply{{}, std::move(call.reply)});
     },
     [self](part_commit_atom, part_commit_call& call) {
       auto& st = self->state;

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "common/log.hpp"
+#include "protocol/request_limits.hpp"
 
 namespace tally {
 
@@ -93,6 +94,10 @@ private:
   checkpoint_store& store_;
 };
 
+// The door's default bound is the journal's: a key the door lets through is
+// one the journal can index.
+static_assert(request_limits{}.max_object_key_bytes == max_object_key_bytes);
+
 std::uint64_t sub_floor(std::uint64_t a, std::uint64_t b) noexcept {
   return a > b ? a - b : 0;
 }
@@ -113,7 +118,8 @@ partition_core::open(partition_options opts) {
   jo.partition_id = o.index;
   jo.mode = o.mode;
   jo.collect_effects = false; // keys load on demand through the index
-  auto opened = journal::open(jo);
+  jo.map_size = o.map_size;
+  auto opened = journal::open(jo, o.env);
   if (!opened)
     return opened.err();
   self->log_ = std::move(opened->log);
@@ -178,7 +184,9 @@ partition_core::open(partition_options opts) {
     for (auto& [pos, upd] : u.updates) {
       p.positions.push_back(pos);
       if (upd.op)
-        self->in_flight_.insert({upd.key.bucket, *upd.op});
+        self->in_flight_.emplace(
+          std::make_pair(upd.key.bucket, *upd.op),
+          in_flight_op{u.tx, upd.key, upd.type, upd.effect});
       p.updates.push_back(
         tx_update{std::move(upd.key), upd.type, std::move(upd.effect), upd.op});
     }
@@ -240,29 +248,27 @@ partition_core::fbf_for(const std::string& bucket) {
   return &i->second;
 }
 
-expected<bool> partition_core::is_duplicate(const std::string& bucket,
-                                            const op_id& id) {
-  if (in_flight_.count({bucket, id}) != 0)
-    return true;
+expected<partition_core::committed_op>
+partition_core::find_committed(const std::string& bucket, const op_id& id) {
   auto f = fbf_for(bucket);
   if (!f || !(*f)->contains(id.hash()))
-    return false; // the fast negative path: never seen in the window
+    return committed_op{}; // the fast negative path: never seen in the window
   // DESIGN.md's rule for probabilistic structures: a positive is confirmed
   // exactly. Ids enter the FBF only when their commit is durable, and the
   // commit wrote them to `opids` in the same LMDB transaction.
-  auto committed = log_->find_committed_op(id);
+  auto committed = log_->find_committed_op_entry(id);
   if (!committed)
     return committed.err();
   if (*committed) {
     ++fbf_confirmed_;
-    return true;
+    return committed_op{true, (*committed)->digest};
   }
   ++fbf_false_positives_;
   tally::log(log_level::debug, "partition ", opts_.index,
              ": FBF false positive for op id ", id, " in bucket ", bucket,
              " refuted by the journal, applied (", fbf_false_positives_,
              " so far)");
-  return false;
+  return committed_op{};
 }
 
 void partition_core::release_in_flight(const prepared_tx& p) {
@@ -279,38 +285,93 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
                       "partition " + std::to_string(opts_.index)
                         + " stopped after a failed write: "
                         + failed_->to_string());
-  if (prepared_.count(tx) != 0)
+  if (prepared_.count(tx) != 0 || pending_.count(tx) != 0)
     return make_error(errc::invalid_argument,
                       "transaction already staged at this partition");
-  prepare_outcome out;
-  prepared_tx p;
-  // Checked before anything is recorded, so a failed exact check leaves no
-  // trace (the client retries the same ids). `mine`: ids earlier in this
-  // transaction count as in flight.
-  std::set<std::pair<std::string, op_id>> mine;
-  for (auto& u : updates) {
-    if (u.op) {
-      std::pair<std::string, op_id> entry{u.key.bucket, *u.op};
-      bool dup = mine.count(entry) != 0;
-      if (!dup) {
-        auto d = is_duplicate(u.key.bucket, *u.op);
-        if (!d)
-          return make_error(d.err().code(),
-                            "partition " + std::to_string(opts_.index)
-                              + ": duplicate check of op id failed: "
-                              + d.err().message());
-        dup = *d;
-      }
-      if (dup) {
-        ++out.dismissed;
-        continue;
-      }
-      mine.insert(std::move(entry));
+  // A key the journal cannot index would fail the whole batch at flush():
+  // refused here, so it fails this transaction only (the door refuses it
+  // first: protocol/request_limits.hpp).
+  for (const auto& u : updates)
+    if (u.key.bucket.size() + u.key.key.size() > max_object_key_bytes) {
+      auto k = encode_object_key(u.key);
+      return make_error(errc::invalid_argument,
+                        "partition " + std::to_string(opts_.index) + ": "
+                          + (k ? std::string{"object key too long"}
+                               : k.err().message()));
     }
+  // Checked before anything is recorded, so a failed exact check, a
+  // conflict or a wait leaves no trace (the client retries the same ids).
+  // `mine`: ids earlier in this transaction, by index into `updates`.
+  prepare_outcome out;
+  std::vector<bool> dup(updates.size(), false);
+  std::map<std::pair<std::string, op_id>, std::size_t> mine;
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    const auto& u = updates[i];
+    if (!u.op)
+      continue;
+    std::pair<std::string, op_id> entry{u.key.bucket, *u.op};
+    if (auto m = mine.find(entry); m != mine.end()) {
+      const auto& first = updates[m->second];
+      if (!same_op(first.key, first.type, first.effect, u))
+        return conflicting_reuse(*u.op, u);
+      dup[i] = true;
+      continue;
+    }
+    mine.emplace(entry, i);
+    if (auto f = in_flight_.find(entry); f != in_flight_.end()) {
+      const auto& orig = f->second;
+      if (!same_op(orig.key, orig.type, orig.effect, u))
+        return conflicting_reuse(*u.op, u);
+      // The original is undecided: whether this retry is a duplicate
+      // depends on its outcome. Wait for it (take_ready()), unless waiting
+      // could close a cycle: a two-phase transaction may hold ids at other
+      // partitions, where the original may wait for it (two copies of one
+      // multi-partition transaction sent at once). Wait-die on tx_id order:
+      // only a larger id waits for a smaller one, so no cycle can form;
+      // the other fails at once, applying nothing, and is retried by its
+      // client. A one-step transaction holds nothing elsewhere: it waits.
+      if (two_phase && !(orig.owner < tx))
+        return make_error(
+          errc::aborted,
+          "op id <" + std::to_string(u.op->client) + ","
+            + std::to_string(u.op->seq)
+            + "> is in flight in another undecided transaction at partition "
+            + std::to_string(opts_.index)
+            + ": nothing applied, retry (its outcome decides whether the "
+              "retry is a duplicate)");
+      out.blocked_by = orig.owner;
+      pending_.emplace(tx, pending_prepare{std::move(updates), snapshot_time,
+                                           two_phase, orig.owner, false});
+      return out;
+    }
+    auto c = find_committed(u.key.bucket, *u.op);
+    if (!c)
+      return make_error(c.err().code(),
+                        "partition " + std::to_string(opts_.index)
+                          + ": duplicate check of op id failed: "
+                          + c.err().message());
+    if (c->committed) {
+      // Entries written before digests existed cannot be compared.
+      if (c->digest && *c->digest != op_digest(u.key, u.type, u.effect))
+        return conflicting_reuse(*u.op, u);
+      dup[i] = true;
+    }
+  }
+  if (auto r = check_counter_range(updates, dup); !r)
+    return r.err();
+  prepared_tx p;
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    if (dup[i]) {
+      ++out.dismissed;
+      continue;
+    }
+    auto& u = updates[i];
+    if (u.op)
+      in_flight_.emplace(std::make_pair(u.key.bucket, *u.op),
+                         in_flight_op{tx, u.key, u.type, u.effect});
     p.updates.push_back(std::move(u));
   }
   dismissed_ += out.dismissed;
-  in_flight_.insert(mine.begin(), mine.end());
   p.prepare_time = tick(snapshot_time + 1);
   out.prepare_time = p.prepare_time;
   for (std::size_t i = 0; i < p.updates.size(); ++i) {
@@ -326,6 +387,111 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   prepare_times_.insert(p.prepare_time);
   prepared_.emplace(tx, std::move(p));
   return out;
+}
+
+status partition_core::check_counter_range(const std::vector<tx_update>& ups,
+                                           const std::vector<bool>& dup) {
+  // Counter overflow is refused here, at prepare time, where the partition
+  // knows its latest committed value V of each key and every undecided
+  // transaction's effects on it (docs/CRDT.md, "Overflow"). Concurrent
+  // increments commute and any subset of the undecided transactions may
+  // commit, in any commit order, each after every commit already applied
+  // (commit times are above the clock at prepare). So every value a
+  // snapshot can ever see is V plus a subset sum of the undecided effects,
+  // which lies in [V + sum of negatives, V + sum of positives]. Admitting an
+  // update only if that interval stays within int64 keeps it so for all
+  // later snapshots: the key never becomes unreadable.
+  __extension__ typedef __int128 wide; // no -Wpedantic warning
+  struct range {
+    wide up = 0;
+    wide down = 0;
+  };
+  std::map<object_key, range> mine;
+  for (std::size_t i = 0; i < ups.size(); ++i) {
+    if (dup[i])
+      continue;
+    const auto* e = std::get_if<counter_effect>(&ups[i].effect);
+    if (!e)
+      continue;
+    auto& r = mine[ups[i].key];
+    (e->delta > 0 ? r.up : r.down) += e->delta;
+  }
+  for (auto& [key, r] : mine) {
+    for (const auto& [tx, p] : prepared_)
+      for (const auto& u : p.updates)
+        if (u.key == key)
+          if (const auto* e = std::get_if<counter_effect>(&u.effect))
+            (e->delta > 0 ? r.up : r.down) += e->delta;
+    const crdt_type type = [&] {
+      for (const auto& u : ups)
+        if (u.key == key)
+          return u.type;
+      return crdt_type::counter;
+    }();
+    auto v = read(key, type, vector_clock{{local_dc, clock_}}, {});
+    if (!v) {
+      if (v.err().code() == errc::wrong_type)
+        continue; // refused with its own error when it is read
+      return v.err();
+    }
+    const auto* cur = std::get_if<std::int64_t>(&*v);
+    if (!cur)
+      continue;
+    const wide hi = *cur + r.up, lo = *cur + r.down;
+    if (hi > INT64_MAX || lo < INT64_MIN)
+      return make_error(
+        errc::overflow,
+        "counter " + key.bucket.substr(0, 64) + "/" + key.key.substr(0, 64)
+          + " would leave the 64-bit range: its value is "
+          + std::to_string(*cur)
+          + " and this update with the undecided ones on it could reach "
+          + (hi > INT64_MAX ? "above 2^63-1" : "below -2^63")
+          + "; nothing applied");
+  }
+  return {};
+}
+
+bool partition_core::same_op(const object_key& key, crdt_type type,
+                             const crdt_effect& effect, const tx_update& u) {
+  return key == u.key && type == u.type && effect == u.effect;
+}
+
+error partition_core::conflicting_reuse(const op_id& id, const tx_update& u) {
+  return make_error(errc::invalid_argument,
+                    "conflicting reuse of op id <" + std::to_string(id.client) + ","
+                      + std::to_string(id.seq) + ">"
+                      + ": it was already used for another operation than "
+                        "this one on " + u.key.bucket.substr(0, 64) + "/"
+                      + u.key.key.substr(0, 64)
+                      + " (a retry must resend the same key and delta; a "
+                        "new operation needs a new op id)");
+}
+
+std::vector<tx_id> partition_core::take_ready() {
+  std::vector<tx_id> out;
+  out.swap(ready_);
+  return out;
+}
+
+expected<prepare_outcome> partition_core::resume_prepare(const tx_id& tx) {
+  auto i = pending_.find(tx);
+  if (i == pending_.end())
+    return make_error(errc::not_found, "no prepare of this transaction is "
+                                       "waiting at this partition");
+  auto pp = std::move(i->second);
+  pending_.erase(i);
+  if (pp.cancelled)
+    return make_error(errc::aborted,
+                      "transaction aborted while its prepare waited for "
+                      "the outcome of a retried op id");
+  return stage_prepare(tx, std::move(pp.updates), pp.snapshot_time,
+                       pp.two_phase);
+}
+
+void partition_core::wake_waiting_for(const tx_id& tx) {
+  for (const auto& [waiting, pp] : pending_)
+    if (!pp.cancelled && pp.blocked_by == tx)
+      ready_.push_back(waiting);
 }
 
 status partition_core::stage_commit(const tx_id& tx,
@@ -354,12 +520,16 @@ status partition_core::stage_commit(const tx_id& tx,
 }
 
 status partition_core::stage_abort(const tx_id& tx) {
-  auto i = prepared_.find(tx);
-  if (i == prepared_.end())
+  if (auto w = pending_.find(tx); w != pending_.end()) {
+    if (!w->second.cancelled) {
+      w->second.cancelled = true;
+      ready_.push_back(tx);
+    }
     return {};
-  release_in_flight(i->second);
-  prepare_times_.erase(prepare_times_.find(i->second.prepare_time));
-  prepared_.erase(i);
+  }
+  if (prepared_.count(tx) == 0)
+    return {};
+  drop_prepared(tx);
   if (failed_)
     return {};
   staged_.push_back(abort_record{tx});
@@ -373,6 +543,11 @@ status partition_core::flush() {
   if (failed_)
     return *failed_;
   auto range = log_->append(staged_);
+  // Only a storage I/O failure stops the partition. Anything else (a full
+  // map, a record the journal refuses) left the journal usable with nothing
+  // of the batch applied: fail that batch's transactions and keep serving.
+  if (!range && range.err().code() != errc::io_error && !log_->stopped())
+    return fail_batch(range.err());
   status synced;
   if (range && log_->mode() == durability::batch)
     synced = log_->sync();
@@ -419,6 +594,9 @@ status partition_core::flush() {
       release_in_flight(p);
       prepare_times_.erase(prepare_times_.find(p.prepare_time));
       prepared_.erase(i);
+      // Its ids are in the FBF and `opids` now: a waiting retry is a
+      // duplicate.
+      wake_waiting_for(ref.tx);
     }
   }
   staged_.clear();
@@ -433,6 +611,50 @@ status partition_core::sync() {
   if (!st)
     failed_ = st.err();
   return st;
+}
+
+status partition_core::fail_batch(const error& cause) {
+  // Transactions whose updates or prepare are in the batch never became
+  // durable: they are dropped (in-flight ids and prepare time released), so
+  // their coordinators get the error and abort, and a retry can apply. A
+  // commit or abort of a transaction prepared in an earlier batch is a
+  // decision already taken elsewhere: it stays staged and is written by the
+  // next flush (the transaction stays prepared until then, so reads above
+  // its prepare time wait, as for any prepared transaction).
+  std::set<tx_id> fresh;
+  for (std::size_t r = 0; r < staged_.size(); ++r)
+    if (std::holds_alternative<update_record>(staged_[r])
+        || std::holds_alternative<prepare_record>(staged_[r]))
+      fresh.insert(staged_refs_[r].tx);
+  std::vector<journal_record> kept;
+  std::vector<staged_ref> kept_refs;
+  for (std::size_t r = 0; r < staged_.size(); ++r) {
+    if (fresh.count(staged_refs_[r].tx) != 0)
+      continue;
+    kept.push_back(std::move(staged_[r]));
+    kept_refs.push_back(std::move(staged_refs_[r]));
+  }
+  for (const auto& tx : fresh)
+    drop_prepared(tx);
+  staged_ = std::move(kept);
+  staged_refs_ = std::move(kept_refs);
+  ++failed_batches_;
+  tally::log(log_level::warn, "partition ", opts_.index, ": a write batch of ",
+             fresh.size(), " transaction(s) failed and was not applied (",
+             cause.to_string(), "); the partition keeps serving");
+  return make_error(cause.code(),
+                    "partition " + std::to_string(opts_.index)
+                      + ": write not applied: " + cause.message());
+}
+
+void partition_core::drop_prepared(const tx_id& tx) {
+  auto i = prepared_.find(tx);
+  if (i == prepared_.end())
+    return;
+  release_in_flight(i->second);
+  prepare_times_.erase(prepare_times_.find(i->second.prepare_time));
+  prepared_.erase(i);
+  wake_waiting_for(tx); // its ids were never applied: a waiting retry applies
 }
 
 std::size_t partition_core::advance_filters() {

@@ -104,6 +104,11 @@ struct partition_options {
   /// times. Tests control it.
   std::function<std::uint64_t()> now_us = wall_clock_us;
   std::function<fbf_time()> now_fbf = steady_fbf_now;
+  /// The LMDB map size (tallyd --map-size).
+  std::uint64_t map_size = default_map_size;
+  /// The journal's I/O seam: nullptr opens LMDB at `path`; tests pass a
+  /// fault_env to inject a full map.
+  std::shared_ptr<storage_env> env;
 };
 
 /// What checkpoint() did.
@@ -126,6 +131,10 @@ struct tx_update {
 struct prepare_outcome {
   std::uint64_t prepare_time = 0;
   std::size_t dismissed = 0; // updates dropped as duplicate op ids
+  /// Set when nothing was staged because an op id of the request is in
+  /// flight in this undecided transaction: the prepare is kept pending
+  /// until that one commits or aborts (take_ready(), resume_prepare()).
+  std::optional<tx_id> blocked_by;
 };
 
 /// A prepared transaction found undecided at recovery.
@@ -168,7 +177,10 @@ public:
 
   /// Phase one (or the first half of a one-step commit): drops updates whose
   /// op id is a duplicate, stages the rest and, if `two_phase`, a prepare
-  /// record. The prepare time is above the clock and above `snapshot_time`.
+  /// record. An op id in flight in another undecided transaction blocks the
+  /// whole prepare (outcome.blocked_by; see take_ready()). A reused id
+  /// whose operation (key, type, effect) differs from the original's is
+  /// refused: errc::invalid_argument "conflicting reuse of op id". The prepare time is above the clock and above `snapshot_time`.
   /// An id is a duplicate only if it is in flight here (staged by an
   /// undecided transaction, or earlier in this one) or the journal holds its
   /// commit (journal::find_committed_op); the bucket's FBF only rules ids
@@ -182,11 +194,33 @@ public:
                                           std::uint64_t snapshot_time,
                                           bool two_phase);
 
+  /// Exactly-once without the hole (issue 17): a prepare with an op id in
+  /// flight in another undecided transaction X is not staged; it waits,
+  /// kept here, for X's outcome. Once X's commit is durable, or X aborts or
+  /// its batch fails, the waiting prepare is listed by take_ready(); its
+  /// owner calls resume_prepare(), which runs stage_prepare() again with
+  /// the kept arguments: the id is then a duplicate (X committed) or
+  /// applies (X aborted). It can block again on another transaction.
+  /// Deadlock-free by wait-die: a two-phase prepare waits only for a
+  /// transaction with a smaller tx_id; otherwise it fails at once with
+  /// errc::aborted and nothing staged (its client retries). A one-step
+  /// prepare holds nothing elsewhere and always waits.
+  /// Transactions whose prepare is ready to be resumed; the list is emptied.
+  std::vector<tx_id> take_ready();
+  /// Resumes a pending prepare listed by take_ready(). errc::aborted when
+  /// its transaction was aborted while it waited (stage_abort);
+  /// errc::not_found for a transaction with no pending prepare.
+  expected<prepare_outcome> resume_prepare(const tx_id& tx);
+  /// Prepares waiting for another transaction's outcome.
+  std::size_t pending_count() const noexcept { return pending_.size(); }
+
   /// Stages the commit of a prepared transaction at `commit_time` (>= its
   /// prepare time). errc::not_found for an unknown transaction.
   status stage_commit(const tx_id& tx, std::uint64_t commit_time);
 
-  /// Stages the abort of a prepared transaction (unknown: no-op).
+  /// Stages the abort of a prepared transaction (unknown: no-op). The
+  /// abort of a pending prepare cancels it: it is listed by take_ready()
+  /// and resume_prepare() answers errc::aborted.
   status stage_abort(const tx_id& tx);
 
   /// Advances every bucket's FBF to now_fbf(): the refreshes and, when
@@ -230,9 +264,19 @@ public:
   bool has_staged() const noexcept { return !staged_.empty(); }
 
   /// Appends the staged batch (and syncs it in mode batch), then applies
-  /// its commits. On error the journal is fail-stopped and every later
-  /// write fails.
+  /// its commits. Only a storage I/O failure (errc::io_error) fail-stops
+  /// the journal: every later write fails. Any other append error
+  /// (errc::storage_full for a full LMDB map, errc::invalid_argument for a
+  /// record the journal refuses) applied nothing and is returned: the
+  /// transactions whose updates were in the batch are dropped (their ids
+  /// and prepare times released, so a retry applies), commits and aborts of
+  /// transactions prepared earlier stay staged for the next flush, and the
+  /// partition keeps serving reads and writes.
   status flush();
+  /// Batches that failed without stopping the partition.
+  std::uint64_t failed_batches() const noexcept { return failed_batches_; }
+  /// True after a storage I/O failure: every write fails until a restart.
+  bool stopped() const noexcept { return failed_.has_value(); }
 
   /// Makes every appended record durable (mode periodic: the actor's timer
   /// calls it; batch and full are durable after flush() already). A failed
@@ -275,6 +319,22 @@ private:
     std::vector<lsn> positions; // LSN of each update record, once appended
     std::optional<std::uint64_t> commit_time; // staged commit
   };
+  // An op id staged by an undecided transaction, with the operation it
+  // carried (a retry must carry the same).
+  struct in_flight_op {
+    tx_id owner;
+    object_key key;
+    crdt_type type = crdt_type::counter;
+    crdt_effect effect;
+  };
+  // A prepare waiting for the outcome of `blocked_by`.
+  struct pending_prepare {
+    std::vector<tx_update> updates;
+    std::uint64_t snapshot_time = 0;
+    bool two_phase = false;
+    tx_id blocked_by;
+    bool cancelled = false;
+  };
   // What each staged record is, to route its LSN after the append.
   struct staged_ref {
     tx_id tx;
@@ -285,8 +345,29 @@ private:
 
   std::uint64_t tick(std::uint64_t at_least);
   expected<forgetful_bloom_filter*> fbf_for(const std::string& bucket);
-  expected<bool> is_duplicate(const std::string& bucket, const op_id& id);
+  // Whether `id` committed here (the FBF, every positive confirmed in
+  // `opids`), with the digest of the operation it carried when known.
+  struct committed_op {
+    bool committed = false;
+    std::optional<std::uint64_t> digest;
+  };
+  expected<committed_op> find_committed(const std::string& bucket,
+                                        const op_id& id);
+  // errc::overflow when an update could take a counter out of int64 (the
+  // latest committed value plus any subset of undecided effects).
+  status check_counter_range(const std::vector<tx_update>& ups,
+                             const std::vector<bool>& dup);
+  static bool same_op(const object_key& key, crdt_type type,
+                      const crdt_effect& effect, const tx_update& u);
+  static error conflicting_reuse(const op_id& id, const tx_update& u);
   void release_in_flight(const prepared_tx& p);
+  // Lists the prepares waiting for `tx` as ready: its ids are decided.
+  void wake_waiting_for(const tx_id& tx);
+  // Forgets a prepared or staged transaction: its in-flight ids and its
+  // prepare time are released.
+  void drop_prepared(const tx_id& tx);
+  // flush() after an append error that left the journal usable.
+  status fail_batch(const error& cause);
 
   partition_options opts_;
   std::unique_ptr<journal> log_;
@@ -304,13 +385,16 @@ private:
   std::map<tx_id, prepared_tx> prepared_;
   std::multiset<std::uint64_t> prepare_times_;
   std::map<std::string, forgetful_bloom_filter> fbfs_;
-  std::set<std::pair<std::string, op_id>> in_flight_;
+  std::map<std::pair<std::string, op_id>, in_flight_op> in_flight_;
+  std::map<tx_id, pending_prepare> pending_;
+  std::vector<tx_id> ready_;
   std::vector<journal_record> staged_;
   std::vector<staged_ref> staged_refs_;
   std::vector<undecided_prepare> undecided_;
   std::uint64_t dismissed_ = 0;
   std::uint64_t fbf_false_positives_ = 0;
   std::uint64_t fbf_confirmed_ = 0;
+  std::uint64_t failed_batches_ = 0;
   std::optional<error> failed_;
 };
 

@@ -147,6 +147,17 @@ int report(const error& err) {
            : exit_failed;
 }
 
+// The same for a request sent with `c`: an error the node answered (an
+// ErrorResp such as "snapshot too old", errc::unavailable too) is exit 1,
+// not 3: the node was reached.
+int report(const client& c, const error& err) {
+  if (c.node_answered()) {
+    std::cerr << "tally: " << err.message() << '\n';
+    return exit_failed;
+  }
+  return report(err);
+}
+
 std::string name_of(const object_key& key) {
   return key.bucket + '/' + key.key;
 }
@@ -216,7 +227,7 @@ std::vector<txn_op> parse_txn(const std::vector<std::string>& args) {
 int run_inc(client& c, const inc_args& a) {
   auto clock = c.update({counter_inc{a.key, a.delta, crdt_type::counter, {}}});
   if (!clock)
-    return report(clock.err());
+    return report(c, clock.err());
   std::cout << name_of(a.key) << " += " << a.delta << "  (committed at "
             << brief_clock(*clock) << ")\n";
   return exit_ok;
@@ -225,7 +236,7 @@ int run_inc(client& c, const inc_args& a) {
 int run_read(client& c, const std::vector<bound_object>& objects) {
   auto r = c.read(objects);
   if (!r)
-    return report(r.err());
+    return report(c, r.err());
   for (std::size_t i = 0; i < objects.size() && i < r->values.size(); ++i)
     std::cout << name_of(objects[i].key) << " = " << r->values[i] << '\n';
   std::cout << "(snapshot " << brief_clock(r->clock) << ")\n";

@@ -65,6 +65,11 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           long (default 10000; 0 = never)
   --max-tx-updates N      updates one interactive transaction may buffer
                           (default 100000)
+  --max-clock-skew-ms MS  refuse a client clock further ahead of this node's
+                          clock (default 5000; 0 = no check)
+  --map-size BYTES        each partition's LMDB map size (default 1073741824);
+                          a full map fails writes with "storage full",
+                          reads go on
   --tx-timeout-ms MS      idle interactive transactions abort (default 30000)
   --request-timeout-ms MS how long a coordinator waits for a partition, local
                           or remote, before the client gets a timeout error
@@ -180,6 +185,13 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.io_threads = parse_uint(key, v, 64);
     if (cfg.io_threads == 0)
       throw bad_flag{"--io-threads must be positive"};
+  } else if (key == "max-clock-skew-ms") {
+    cfg.limits.requests.max_clock_skew_us =
+      parse_uint(key, v, 86400000) * 1000;
+  } else if (key == "map-size") {
+    cfg.map_size = parse_uint(key, v, std::uint64_t{1} << 44);
+    if (cfg.map_size < (std::uint64_t{1} << 20))
+      throw bad_flag{"--map-size is at least 1048576"};
   } else if (key == "tx-timeout-ms") {
     cfg.limits.tx_idle_timeout =
       std::chrono::milliseconds(parse_uint(key, v, 86400000));

@@ -222,6 +222,9 @@ client::exchange(const std::vector<std::string>& frames,
 
 expected<response> client::call(const request& req, bool retryable) {
   auto results = exchange({frame_bytes(req)}, 0, retryable);
+  // A frame that does not decode was still the node's answer.
+  node_answered_ = results.front().has_value()
+                   || results.front().err().code() == errc::corrupt;
   return std::move(results.front());
 }
 

@@ -229,6 +229,13 @@ public:
   /// Rounds of resending (after a timeout or drop) so far.
   std::uint64_t retries_done() const noexcept { return retries_done_; }
 
+  /// True when the node answered the last request (with a reply or an
+  /// ErrorResp), false when it could not be reached (refused, timed out,
+  /// dropped). Both can fail with errc::unavailable ("snapshot too old" is
+  /// the node's answer), so a caller that must tell them apart (the tally
+  /// CLI's exit codes) asks this.
+  bool node_answered() const noexcept { return node_answered_; }
+
 private:
   friend class transaction;
   friend class pipeline;
@@ -262,6 +269,7 @@ private:
   std::uint64_t seq_ = 0;
   std::optional<std::string> session_clock_;
   std::uint64_t retries_done_ = 0;
+  bool node_answered_ = false;
 };
 
 } // namespace tally

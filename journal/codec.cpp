@@ -7,6 +7,7 @@
 #include <cereal/archives/portable_binary.hpp>
 
 #include "common/crc32c.hpp"
+#include "common/hash.hpp"
 #include "common/membuf.hpp"
 
 namespace tally {
@@ -248,6 +249,41 @@ expected<std::uint64_t> decode_u64(std::string_view bytes, const char* what) {
                                        + std::to_string(bytes.size())
                                        + " bytes; expected an 8-byte integer");
   return get_be64(bytes.data());
+}
+
+std::uint64_t op_digest(const object_key& key, crdt_type type,
+                        const crdt_effect& effect) {
+  // The bucket length first, as in encode_object_key, so that bucket/key
+  // splits never collide; no length limit here (a digest, not a key).
+  std::string bytes;
+  bytes.reserve(key.bucket.size() + key.key.size() + 16);
+  bytes.append(encode_u64(key.bucket.size()));
+  bytes.append(key.bucket);
+  bytes.append(key.key);
+  bytes.push_back(static_cast<char>(type));
+  bytes.append(encode_effect(effect));
+  auto h = hash_bytes(bytes, 0x6f7069645f646967ull); // "opid_dig"
+  return h == 0 ? 1 : h;
+}
+
+std::string encode_op_entry(const op_entry& e) {
+  std::string out(e.digest ? 16 : 8, '\0');
+  put_be64(out.data(), e.commit);
+  if (e.digest)
+    put_be64(out.data() + 8, *e.digest);
+  return out;
+}
+
+expected<op_entry> decode_op_entry(std::string_view bytes) {
+  if (bytes.size() != 8 && bytes.size() != 16)
+    return make_error(errc::corrupt, "opids entry: "
+                                       + std::to_string(bytes.size())
+                                       + " bytes; expected 8 or 16");
+  op_entry e;
+  e.commit = get_be64(bytes.data());
+  if (bytes.size() == 16)
+    e.digest = get_be64(bytes.data() + 8);
+  return e;
 }
 
 } // namespace tally

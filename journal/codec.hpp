@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -91,6 +92,24 @@ expected<index_value> decode_index_value(std::string_view bytes);
 /// seq, both u64 big-endian (16 bytes).
 constexpr std::size_t op_key_size = 16;
 std::string encode_op_key(const op_id& id);
+
+/// The operation an op id was used for, as a 64-bit digest: a retry must
+/// carry the same key, type and effect as the original (docs/FORMAT.md,
+/// "Op-id index"). MurmurHash64A of the encoded object key, the type byte
+/// and encode_effect(effect). Never 0 (0 would read as "unknown").
+std::uint64_t op_digest(const object_key& key, crdt_type type,
+                        const crdt_effect& effect);
+
+/// An `opids` value: the commit LSN, and since issue 17 the op's digest
+/// (16 bytes). Entries written before (8 bytes, LSN only) decode with no
+/// digest, so older stores open unchanged.
+struct op_entry {
+  lsn commit = 0;
+  std::optional<std::uint64_t> digest;
+};
+std::string encode_op_entry(const op_entry& e);
+/// errc::corrupt unless `bytes` is 8 or 16 bytes.
+expected<op_entry> decode_op_entry(std::string_view bytes);
 
 /// Fixed-width metadata integers: u64 big-endian.
 std::string encode_u64(std::uint64_t v);

@@ -346,7 +346,8 @@ expected<recovery_result> journal::recover(bool collect_effects) {
     if (t.prepare)
       p.prepare_lsn = t.prepare_lsn;
     for (const auto& [upos, u] : t.updates)
-      p.updates.push_back(pending_update{upos, u.key, u.op});
+      p.updates.push_back(pending_update{
+        upos, u.key, u.op, u.op ? op_digest(u.key, u.type, u.effect) : 0});
     pending_.emplace(tx, std::move(p));
     out.undecided.push_back(recovered_tx{tx, t.first_lsn, std::move(t.prepare),
                                          t.prepare_lsn, std::move(t.updates)});
@@ -410,10 +411,10 @@ status journal::cut_tail(const std::vector<std::string>& bad_keys,
     return ops.err();
   more = (*ops)->first();
   while (more && *more) {
-    auto at = decode_u64((*ops)->value(), "opids entry");
-    if (!at)
-      return at.err();
-    if (*at >= first_bad) {
+    auto e = decode_op_entry((*ops)->value());
+    if (!e)
+      return e.err();
+    if (e->commit >= first_bad) {
       if (auto st = (*ops)->del(); !st)
         return st;
     }
@@ -516,7 +517,8 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
       return st.err();
     if (auto* u = std::get_if<update_record>(&rec)) {
       staged.touch(u->tx, at).updates.push_back(
-        pending_update{at, u->key, u->op});
+        pending_update{at, u->key, u->op,
+                       u->op ? op_digest(u->key, u->type, u->effect) : 0});
     } else if (auto* p = std::get_if<prepare_record>(&rec)) {
       staged.touch(p->tx, at).prepare_lsn = at;
     } else if (auto* c = std::get_if<commit_record>(&rec)) {
@@ -535,7 +537,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
           // The exact record behind the FBF: this id committed at `at`.
           if (u.op)
             if (auto st = (*txn)->put(store_db::opids, encode_op_key(*u.op),
-                                      encode_u64(at));
+                                      encode_op_entry({at, u.digest}));
                 !st)
               return st.err();
         }
@@ -621,10 +623,10 @@ status journal::apply_checkpoint(
       return got.err();
     if (!got->has_value())
       continue;
-    auto at = decode_u64(**got, "opids entry");
-    if (!at)
-      return at.err();
-    if (*at != commit)
+    auto e = decode_op_entry(**got);
+    if (!e)
+      return e.err();
+    if (e->commit != commit)
       continue; // the id committed again later (another bucket): keep it
     if (auto d = (*txn)->del(store_db::opids, k); !d)
       return d.err();
@@ -685,6 +687,16 @@ status journal::apply_checkpoint(
 // ---- reading ---------------------------------------------------------------
 
 expected<std::optional<lsn>> journal::find_committed_op(const op_id& id) {
+  auto e = find_committed_op_entry(id);
+  if (!e)
+    return e.err();
+  if (!*e)
+    return std::optional<lsn>{};
+  return std::optional<lsn>{(*e)->commit};
+}
+
+expected<std::optional<op_entry>>
+journal::find_committed_op_entry(const op_id& id) {
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();
@@ -692,11 +704,11 @@ expected<std::optional<lsn>> journal::find_committed_op(const op_id& id) {
   if (!got)
     return got.err();
   if (!got->has_value())
-    return std::optional<lsn>{};
-  auto at = decode_u64(**got, "opids entry");
-  if (!at)
-    return at.err();
-  return std::optional<lsn>{*at};
+    return std::optional<op_entry>{};
+  auto e = decode_op_entry(**got);
+  if (!e)
+    return e.err();
+  return std::optional<op_entry>{std::move(*e)};
 }
 
 expected<std::vector<committed_effect>>

@@ -98,6 +98,7 @@ struct pending_update {
   lsn position = 0;
   object_key key;
   std::optional<op_id> op; // indexed in `opids` when the commit is appended
+  std::uint64_t digest = 0; // op_digest() of the update, stored with the id
 };
 
 /// A transaction with records in the journal and no decision yet: in flight
@@ -265,6 +266,9 @@ public:
   /// removed by truncation are not found. Errors: LMDB errors; errc::corrupt
   /// for an entry that is not 8 bytes.
   expected<std::optional<lsn>> find_committed_op(const op_id& id);
+  /// The same, with the operation's digest (op_digest) when the entry was
+  /// written with one (stores written before issue 17 have none).
+  expected<std::optional<op_entry>> find_committed_op_entry(const op_id& id);
 
   /// Calls `visit(lsn, record)` for the records with from <= LSN < to, in
   /// LSN order, until it returns false. errc::corrupt naming the LSN of an

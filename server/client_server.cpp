@@ -166,7 +166,8 @@ public:
     auto c = std::make_unique<conn>(fd, id,
                                     connection_limits{opts_.max_frame_size,
                                                       opts_.max_in_flight,
-                                                      opts_.max_pending_output},
+                                                      opts_.max_pending_output,
+                                                      opts_.requests},
                                     budget_);
     c->last_active = clock::now();
     epoll_event ev{};

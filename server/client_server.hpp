@@ -34,6 +34,7 @@
 
 #include "common/expected.hpp"
 #include "protocol/frame.hpp"
+#include "protocol/request_limits.hpp"
 #include "server/request_handler.hpp"
 
 namespace tally {
@@ -51,6 +52,8 @@ struct server_options {
   std::size_t max_in_flight = 1024;
   /// Reply bytes a peer has not read before the server stops reading it.
   std::size_t max_pending_output = 4u << 20;
+  /// The bounds every request is checked against when decoded.
+  request_limits requests;
   /// Bytes of partly received requests across all connections (one
   /// budget): a connection that would go over it gets an error and is
   /// closed. 0: no budget.

@@ -1,8 +1,19 @@
 #include "server/connection.hpp"
 
+#include <chrono>
 #include <limits>
 
 namespace tally {
+
+namespace {
+
+std::uint64_t now_us() {
+  using namespace std::chrono;
+  return static_cast<std::uint64_t>(
+    duration_cast<microseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+} // namespace
 
 std::string reply_bytes(const response& resp) {
   // Replies have no limit of their own: a read of many keys may exceed what
@@ -68,7 +79,8 @@ std::optional<client_connection::dispatch> client_connection::next() {
       }
       return std::nullopt;
     }
-    auto req = decode_request(f->code, f->body);
+    // Validation at the door: nothing outside the limits is handed on.
+    auto req = decode_valid_request(f->code, f->body, limits_.requests, now_us());
     if (!req && req.err().code() == errc::unavailable) {
       // An unknown code: AntidoteDB closes the connection; the requests
       // before it are still answered.

@@ -16,6 +16,7 @@
 
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/request_limits.hpp"
 #include "server/session_floor.hpp"
 
 namespace tally {
@@ -24,6 +25,9 @@ struct connection_limits {
   std::uint32_t max_frame_size = default_max_frame_size;
   std::size_t max_in_flight = 1024;
   std::size_t max_pending_output = 4u << 20;
+  /// Every decoded request is checked against these at the door
+  /// (protocol/request_limits.hpp) before it is handed on.
+  request_limits requests;
 };
 
 /// Bytes of partly received requests across all connections of a node:

@@ -29,6 +29,7 @@
 #include "protocol/descriptor.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
+#include "ring/partition.hpp"
 #include "tests/actors/node_process_support.hpp"
 
 using namespace tally;
@@ -685,6 +686,248 @@ BOOST_AUTO_TEST_CASE(fbf_window_below_the_retry_timeout_is_refused_with_exit_2) 
     BOOST_TEST(WIFEXITED(status));
     BOOST_TEST(WEXITSTATUS(status) == 2, bad[0]);
   }
+}
+
+// Issue 17, defect 1: an over-long key used to stop its partition (the
+// journal refused the batch and the failure was treated as fatal), after
+// which writes there failed and reads froze. Now it is refused at the door
+// with an error naming the limit, and every partition keeps serving.
+BOOST_AUTO_TEST_CASE(over_long_key_is_refused_and_every_partition_keeps_serving) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  const std::uint32_t q = 4;
+  BOOST_REQUIRE(s.start({"--partitions", std::to_string(q)}));
+  conn c{s.port};
+  static_update_objects_req bad;
+  bad.updates = {update_op{bound_object{object_key{"fb", std::string(600, 'k')},
+                                        crdt_type::counter},
+                           counter_op{counter_update{1}, std::nullopt}}};
+  auto r = c.call(bad);
+  auto* e = std::get_if<error_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(e, "expected an ErrorResp for a 602-byte object");
+  BOOST_TEST(e->err.code() == errc::invalid_argument);
+  BOOST_TEST(e->err.message().find("max_object_key_bytes") != std::string::npos);
+  BOOST_TEST(e->err.message().find("509") != std::string::npos);
+  // Interactive: refused in UpdateObjects too, the transaction still usable.
+  auto start = c.call(start_transaction_req{});
+  auto desc = std::get<start_transaction_resp>(start).transaction_descriptor;
+  auto up = c.call(update_objects_req{bad.updates, desc});
+  BOOST_TEST(std::holds_alternative<error_resp>(up));
+  BOOST_TEST(std::get<operation_resp>(c.call(abort_transaction_req{desc})).success);
+  // One key per partition: each is written twice and reads back exactly.
+  std::vector<std::string> keys(q);
+  std::vector<bool> found(q, false);
+  for (int i = 0, left = static_cast<int>(q); left > 0 && i < 10000; ++i) {
+    auto k = "k" + std::to_string(i);
+    auto p = partition_for("bucket", k, q);
+    BOOST_REQUIRE(p);
+    if (!found[*p]) {
+      found[*p] = true;
+      keys[*p] = k;
+      --left;
+    }
+  }
+  std::string clock;
+  for (int round = 1; round <= 2; ++round) {
+    std::vector<update_op> ups;
+    for (std::uint32_t p = 0; p < q; ++p) {
+      BOOST_REQUIRE(found[p]);
+      ups.push_back(inc(keys[p], static_cast<std::int64_t>(p) + 1));
+    }
+    clock = static_update(c, ups);
+  }
+  auto vals = read_values(c, keys, clock);
+  for (std::uint32_t p = 0; p < q; ++p)
+    BOOST_TEST(vals[p] == 2 * (static_cast<std::int64_t>(p) + 1));
+  // A read without a clock sees them too once the node's stable time passes
+  // the commit (bounded: the stable time is the physical clock).
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; ++i) {
+    seen = read_values(c, keys) == vals;
+    if (!seen)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_TEST(seen);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+namespace {
+// One key on partition `p` of a ring of `q`.
+std::string key_on(std::uint32_t p, std::uint32_t q, const std::string& prefix) {
+  for (int i = 0; i < 100000; ++i) {
+    auto k = prefix + std::to_string(i);
+    auto at = partition_for("bucket", k, q);
+    if (at && *at == p)
+      return k;
+  }
+  BOOST_FAIL("no key found on partition " << p);
+  return {};
+}
+
+bool succeeded(const response& r) {
+  auto* c = std::get_if<commit_resp>(&r);
+  return c && c->success;
+}
+} // namespace
+
+// Issue 17, defect 2, through the client port. A retry must carry the same
+// operation: another delta under a used op id is refused. And the retry of
+// an op id whose original transaction aborts is applied exactly once,
+// whatever the order in which they meet at the partition: the original T1
+// (a +1 under id X, plus b +7 under an id already used for b +1, so that
+// T1's prepare at b's partition is refused and T1 aborts after a's
+// partition prepared) and the retry T2 (a +1 under X) are sent at once on
+// two connections, many rounds. Before the fix T1 committed (no operation
+// check), and a retry meeting T1 prepared was dropped although T1 aborted.
+// The deterministic interleavings are in partition_core_test.cpp.
+BOOST_AUTO_TEST_CASE(op_id_retries_are_exactly_once_and_must_carry_the_same_operation) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  const std::uint32_t q = 4;
+  BOOST_REQUIRE(s.start({"--partitions", std::to_string(q)}));
+  conn c1{s.port};
+  conn c2{s.port};
+  const std::string a = key_on(0, q, "a");
+  const std::string b = key_on(1, q, "b");
+  // Conflicting reuse: refused with a clear error, nothing applied.
+  auto clock = static_update(c1, {inc(a, 1, op_id{70, 1})});
+  static_update_objects_req reuse;
+  reuse.updates = {inc(a, 2, op_id{70, 1})};
+  auto refused = c1.call(reuse);
+  auto* e = std::get_if<error_resp>(&refused);
+  BOOST_REQUIRE_MESSAGE(e, "a reused op id with another delta must be refused");
+  BOOST_TEST(e->err.message().find("conflicting reuse of op id") != std::string::npos);
+  // The same operation is a duplicate: acknowledged, not applied.
+  clock = static_update(c1, {inc(a, 1, op_id{70, 1})}, clock);
+  BOOST_TEST(read_values(c1, {a}, clock)[0] == 1);
+
+  const std::uint64_t rounds = 40;
+  for (std::uint64_t i = 1; i <= rounds; ++i) {
+    const op_id x{71, i}, z{72, i};
+    clock = static_update(c1, {inc(b, 1, z)}, clock);
+    auto start = c1.call(start_transaction_req{clock});
+    auto desc = std::get<start_transaction_resp>(start).transaction_descriptor;
+    auto up = c1.call(update_objects_req{{inc(a, 1, x), inc(b, 7, z)}, desc});
+    BOOST_REQUIRE(std::get<operation_resp>(up).success);
+    static_update_objects_req retry;
+    retry.transaction.timestamp = clock;
+    retry.updates = {inc(a, 1, x)};
+    c1.send(commit_transaction_req{desc});
+    c2.send(retry);
+    auto t1 = c1.receive();
+    auto t2 = c2.receive();
+    BOOST_TEST(!succeeded(t1), "round " << i << ": T1 must abort");
+    BOOST_REQUIRE_MESSAGE(succeeded(t2), "round " << i << ": the retry commits");
+    clock = std::get<commit_resp>(t2).commit_time;
+  }
+  auto v = read_values(c1, {a, b}, clock);
+  BOOST_TEST(v[0] == static_cast<std::int64_t>(1 + rounds)); // each X once
+  BOOST_TEST(v[1] == static_cast<std::int64_t>(rounds));     // no +7
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// Issue 17, defect 4, through the client port: INT64_MAX + INT64_MAX used
+// to be acknowledged twice and leave the key unreadable for good.
+BOOST_AUTO_TEST_CASE(counter_overflow_is_refused_and_the_key_stays_readable) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--partitions", "4"}));
+  conn c{s.port};
+  auto clock = static_update(c, {inc("big", INT64_MAX)});
+  static_update_objects_req again;
+  again.updates = {inc("big", INT64_MAX)};
+  auto r = c.call(again);
+  auto* e = std::get_if<error_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(e, "an overflowing update must be refused");
+  BOOST_TEST(e->err.code() == errc::overflow);
+  BOOST_TEST(e->err.message().find("64-bit range") != std::string::npos);
+  BOOST_TEST(read_values(c, {"big"}, clock)[0] == INT64_MAX);
+  clock = static_update(c, {inc("big", -1)}, clock);
+  BOOST_TEST(read_values(c, {"big"}, clock)[0] == INT64_MAX - 1);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// Issue 17, defect 3, through the client port: a client clock far ahead of
+// the node's used to push every later commit into the future (acknowledged
+// increments invisible, then "snapshot too old"); near 2^64 commit times
+// wrapped. Refused at the door now, and the node's clock is untouched.
+BOOST_AUTO_TEST_CASE(clocks_from_the_future_are_refused_at_the_door) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--partitions", "4", "--max-clock-skew-ms", "2000"}));
+  conn c{s.port};
+  const std::uint64_t now = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch())
+      .count());
+  auto expect_refused = [&](const request& req, const char* what) {
+    auto r = c.call(req);
+    auto* e = std::get_if<error_resp>(&r);
+    BOOST_REQUIRE_MESSAGE(e, what << ": expected an ErrorResp");
+    BOOST_TEST(e->err.code() == errc::invalid_argument, what);
+    return e->err.message();
+  };
+  const auto hour_ahead = encode_clock(vector_clock{{1, now + 3'600'000'000ull}});
+  const auto near_wrap = encode_clock(vector_clock{{1, UINT64_MAX - 1}});
+  static_update_objects_req up;
+  up.transaction.timestamp = hour_ahead;
+  up.updates = {inc("f", 1)};
+  BOOST_TEST(expect_refused(up, "static update").find("max_clock_skew")
+             != std::string::npos);
+  up.transaction.timestamp = near_wrap;
+  BOOST_TEST(expect_refused(up, "near 2^64").find("2^63-1") != std::string::npos);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = hour_ahead;
+  rd.objects = {counter("f")};
+  expect_refused(rd, "static read"); // was held forever
+  expect_refused(start_transaction_req{hour_ahead}, "start");
+  // Nothing moved the node's clock: a fresh increment is visible at once to
+  // a read without a clock (bounded poll: the stable time is the physical
+  // clock), and the returned commit time is near now.
+  auto clock = static_update(c, {inc("f", 1)});
+  auto t = decode_clock(clock);
+  BOOST_REQUIRE(t);
+  BOOST_TEST(t->get(1) < now + 60'000'000ull);
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; ++i) {
+    seen = read_values(c, {"f"})[0] == 1;
+    if (!seen)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_TEST(seen);
+  // A clock within the skew is accepted.
+  up.transaction.timestamp = encode_clock(vector_clock{{1, now + 500'000}});
+  BOOST_TEST(succeeded(c.call(up)));
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// Issue 17, defect 1 (second path): a full LMDB map used to stop the
+// partition like a disk failure. Now the writes of that batch fail with a
+// clear "storage full" error, reads go on, and smaller writes proceed.
+BOOST_AUTO_TEST_CASE(full_map_fails_that_write_only_and_the_node_keeps_serving) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start({"--partitions", "2", "--map-size", "1048576"}));
+  conn c{s.port};
+  auto clock = static_update(c, {inc("small", 1)});
+  // ~2.5 MB of update records: more than a 1 MiB map holds.
+  static_update_objects_req big;
+  big.transaction.timestamp = clock;
+  for (int i = 0; i < 5000; ++i)
+    big.updates.push_back(inc(std::to_string(i) + std::string(480, 'k'), 1));
+  auto r = c.call(big);
+  auto* e = std::get_if<error_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(e, "a write larger than the map must fail");
+  BOOST_TEST(e->err.code() == errc::storage_full, e->err.to_string());
+  BOOST_TEST(e->err.message().find("map") != std::string::npos);
+  // Reads keep working, and later writes succeed and read back.
+  BOOST_TEST(read_values(c, {"small"}, clock)[0] == 1);
+  clock = static_update(c, {inc("small", 2), inc("other", 5)}, clock);
+  auto v = read_values(c, {"small", "other", "0" + std::string(480, 'k')}, clock);
+  BOOST_TEST(v[0] == 3);
+  BOOST_TEST(v[1] == 5);
+  BOOST_TEST(v[2] == 0); // nothing of the failed write was applied
+  BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

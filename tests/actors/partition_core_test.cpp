@@ -7,6 +7,9 @@
 #include <string>
 
 #include "actors/partition_core.hpp"
+#include <lmdb.h>
+
+#include "journal/fault_env.hpp"
 
 using namespace tally;
 
@@ -127,14 +130,20 @@ BOOST_AUTO_TEST_CASE(aborted_prepare_releases_safe_time_and_applies_nothing) {
 
 BOOST_AUTO_TEST_CASE(duplicate_op_id_is_dismissed_in_flight_and_after_commit) {
   auto c = open();
-  // In flight: the same id twice before the first commits.
+  // In flight: the same id twice before the first commits. The second
+  // waits for the first's outcome (issue 17), then is a duplicate.
   auto p1 = c->stage_prepare({1, 1}, {inc("x", 10, op_id{7, 1})}, 0, true);
-  auto p2 = c->stage_prepare({1, 2}, {inc("x", 10, op_id{7, 1})}, 0, false);
-  BOOST_REQUIRE(p1 && p2);
+  auto w2 = c->stage_prepare({1, 2}, {inc("x", 10, op_id{7, 1})}, 0, false);
+  BOOST_REQUIRE(p1 && w2);
   BOOST_TEST(p1->dismissed == 0u);
+  BOOST_TEST((w2->blocked_by == tx_id{1, 1}));
+  BOOST_REQUIRE(c->stage_commit({1, 1}, p1->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->take_ready().size() == 1u);
+  auto p2 = c->resume_prepare({1, 2});
+  BOOST_REQUIRE(p2);
   BOOST_TEST(p2->dismissed == 1u);
   BOOST_REQUIRE(c->stage_commit({1, 2}, p2->prepare_time));
-  BOOST_REQUIRE(c->stage_commit({1, 1}, p2->prepare_time));
   BOOST_REQUIRE(c->flush());
   // After commit: the FBF has it.
   auto p3 = c->stage_prepare({1, 3}, {inc("x", 10, op_id{7, 1}), inc("x", 1)},
@@ -191,11 +200,13 @@ BOOST_AUTO_TEST_CASE(prepared_transaction_survives_reopen_and_can_commit) {
   BOOST_REQUIRE_EQUAL(c->undecided().size(), 1u);
   BOOST_TEST(c->undecided()[0].prepare_time == prep);
   BOOST_TEST(c->safe_time() == prep - 1);
-  // Its op id is in flight: a retry meanwhile is dismissed.
+  // Its op id is in flight: a retry meanwhile waits for its outcome.
   auto dup = c->stage_prepare({2, 1}, {inc("x", 6, op_id{8, 8})}, 0, true);
   BOOST_REQUIRE(dup);
-  BOOST_TEST(dup->dismissed == 1u);
+  BOOST_TEST((dup->blocked_by == tx_id{1, 1}));
   BOOST_REQUIRE(c->stage_abort({2, 1}));
+  BOOST_TEST(c->take_ready().size() == 1u);
+  BOOST_TEST(!c->resume_prepare({2, 1}));
   BOOST_REQUIRE(c->stage_commit({1, 1}, prep + 1));
   BOOST_REQUIRE(c->flush());
   BOOST_TEST(value_at(*c, "x", prep + 1) == 6);
@@ -284,9 +295,9 @@ BOOST_AUTO_TEST_CASE(true_duplicates_are_dismissed_committed_and_in_flight) {
   auto p3 = c->stage_prepare({1, 3}, {inc("x", 1, op_id{7, 2})}, 0, true);
   BOOST_REQUIRE(p3);
   BOOST_TEST(p3->dismissed == 0u);
-  auto p4 = c->stage_prepare({1, 4}, {inc("x", 1, op_id{7, 2})}, 0, false);
-  BOOST_REQUIRE(p4);
-  BOOST_TEST(p4->dismissed == 1u);
+  auto w4 = c->stage_prepare({1, 4}, {inc("x", 1, op_id{7, 2})}, 0, false);
+  BOOST_REQUIRE(w4);
+  BOOST_TEST((w4->blocked_by == tx_id{1, 3})); // waits for <1,3>'s outcome
   // Twice in one transaction: the second is a duplicate.
   auto p5 = c->stage_prepare({1, 5}, {inc("x", 1, op_id{7, 3}),
                                       inc("x", 1, op_id{7, 3})},
@@ -294,8 +305,13 @@ BOOST_AUTO_TEST_CASE(true_duplicates_are_dismissed_committed_and_in_flight) {
   BOOST_REQUIRE(p5);
   BOOST_TEST(p5->dismissed == 1u);
   BOOST_REQUIRE(c->stage_commit({1, 3}, p5->prepare_time));
-  BOOST_REQUIRE(c->stage_commit({1, 4}, p5->prepare_time));
   BOOST_REQUIRE(c->stage_commit({1, 5}, p5->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->take_ready().size() == 1u);
+  auto p4 = c->resume_prepare({1, 4});
+  BOOST_REQUIRE(p4);
+  BOOST_TEST(p4->dismissed == 1u); // <1,3> committed: confirmed exactly
+  BOOST_REQUIRE(c->stage_commit({1, 4}, p4->prepare_time));
   BOOST_REQUIRE(c->flush());
   BOOST_TEST(value_at(*c, "x", t) == 5);
   BOOST_TEST(value_at(*c, "x", p5->prepare_time) == 7); // 5 + <7,2> + <7,3>
@@ -654,6 +670,267 @@ BOOST_AUTO_TEST_CASE(tallyd_fbf_settings_are_validated) {
   auto off = tallyd_fbf_config(milliseconds{2000}, 2, milliseconds{5000}, 0.0);
   BOOST_TEST(!off.adaptive);
   BOOST_TEST(fbf_max_id_lifetime(off).count() == 4 * 5000);
+}
+
+// ---- issue 17, defect 1: a request's content never stops a partition -------
+
+BOOST_AUTO_TEST_CASE(too_long_key_fails_its_transaction_only) {
+  auto c = open();
+  const std::string long_key(600, 'k');
+  auto p = c->stage_prepare(
+    {1, 1}, {inc("ok", 1), tx_update{object_key{"b", long_key},
+                                     crdt_type::counter, counter_effect{1}, {}}},
+    0, false);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST(p.err().code() == errc::invalid_argument);
+  BOOST_TEST(p.err().message().find("at most 509") != std::string::npos);
+  BOOST_TEST(c->prepared_count() == 0u);
+  BOOST_TEST(!c->has_staged());
+  // The partition keeps serving.
+  auto t = commit1(*c, {1, 2}, {inc("ok", 5)});
+  BOOST_TEST(!c->stopped());
+  BOOST_TEST(value_at(*c, "ok", t) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(full_map_fails_the_batch_and_writes_resume) {
+  std::filesystem::create_directories(dir);
+  auto env = fault_env::open(lmdb_options{dir.string(), default_map_size});
+  BOOST_REQUIRE(env);
+  auto o = options();
+  o.env = *env;
+  auto c = open_with(std::move(o));
+  // B prepared (durable) before the map fills.
+  auto pb = c->stage_prepare({1, 1}, {inc("b", 7)}, 0, true);
+  BOOST_REQUIRE(pb);
+  BOOST_REQUIRE(c->flush());
+  auto t0 = commit1(*c, {1, 2}, {inc("x", 1)});
+  // The next commit finds the map full: B's commit decision and a new
+  // one-step transaction C with an op id are in the batch.
+  (*env)->inject(fault_spec{fault_point::commit, 1, MDB_MAP_FULL, false});
+  BOOST_REQUIRE(c->stage_commit({1, 1}, pb->prepare_time + 5));
+  auto pc = c->stage_prepare({1, 3}, {inc("x", 10, op_id{4, 1})}, 0, false);
+  BOOST_REQUIRE(pc);
+  BOOST_REQUIRE(c->stage_commit({1, 3}, pc->prepare_time));
+  auto f = c->flush();
+  BOOST_REQUIRE(!f);
+  BOOST_TEST(f.err().code() == errc::storage_full);
+  BOOST_TEST(!c->stopped());
+  BOOST_TEST(c->failed_batches() == 1u);
+  // C was dropped (its id released), B's commit stays staged.
+  BOOST_TEST(c->prepared_count() == 1u);
+  BOOST_TEST(c->has_staged());
+  // Reads keep working below B's prepare time.
+  BOOST_TEST(value_at(*c, "x", t0) == 1);
+  // Space returns (the fault fired once): the decision is written, and a
+  // retry of C with the same op id applies exactly once.
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->prepared_count() == 0u);
+  auto t1 = commit1(*c, {1, 4}, {inc("x", 10, op_id{4, 1})});
+  BOOST_TEST(value_at(*c, "x", t1) == 11);
+  BOOST_TEST(value_at(*c, "b", t1) == 7);
+  auto t2 = commit1(*c, {1, 5}, {inc("x", 10, op_id{4, 1})});
+  BOOST_TEST(value_at(*c, "x", t2) == 11); // the second retry is a duplicate
+}
+
+BOOST_AUTO_TEST_CASE(storage_io_error_still_stops_the_partition) {
+  std::filesystem::create_directories(dir);
+  auto env = fault_env::open(lmdb_options{dir.string(), default_map_size});
+  BOOST_REQUIRE(env);
+  auto o = options();
+  o.env = *env;
+  auto c = open_with(std::move(o));
+  (*env)->inject(fault_spec{fault_point::commit, 1, EIO, false});
+  auto p = c->stage_prepare({1, 1}, {inc("x", 1)}, 0, false);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->stage_commit({1, 1}, p->prepare_time));
+  BOOST_REQUIRE(!c->flush());
+  BOOST_TEST(c->stopped());
+  BOOST_TEST(!c->stage_prepare({1, 2}, {inc("x", 1)}, 0, false));
+}
+
+// ---- issue 17, defect 2: a retry of an in-flight op id waits ---------------
+
+BOOST_AUTO_TEST_CASE(retry_of_in_flight_id_waits_then_is_a_duplicate_if_original_commits) {
+  auto c = open();
+  const op_id id{9, 1};
+  auto a = c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(c->flush());
+  // The retry arrives while the original is prepared: it waits, unstaged.
+  auto b = c->stage_prepare({1, 2}, {inc("x", 5, id), inc("y", 1)}, 0, false);
+  BOOST_REQUIRE(b);
+  BOOST_REQUIRE(b->blocked_by);
+  BOOST_TEST((*b->blocked_by == tx_id{1, 1}));
+  BOOST_TEST(c->pending_count() == 1u);
+  BOOST_TEST(c->prepared_count() == 1u);
+  BOOST_TEST(!c->has_staged());
+  BOOST_TEST(c->take_ready().empty());
+  // Staged but not durable is not an outcome yet.
+  BOOST_REQUIRE(c->stage_commit({1, 1}, a->prepare_time + 1));
+  BOOST_TEST(c->take_ready().empty());
+  BOOST_REQUIRE(c->flush());
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  BOOST_TEST((ready[0] == tx_id{1, 2}));
+  auto r = c->resume_prepare({1, 2});
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!r->blocked_by);
+  BOOST_TEST(r->dismissed == 1u); // the original committed: a duplicate
+  BOOST_REQUIRE(c->stage_commit({1, 2}, r->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(value_at(*c, "x", r->prepare_time) == 5);
+  BOOST_TEST(value_at(*c, "y", r->prepare_time) == 1);
+  BOOST_TEST(c->pending_count() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(retry_of_in_flight_id_applies_if_original_aborts) {
+  auto c = open();
+  const op_id id{9, 1};
+  auto a = c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(c->flush());
+  auto b = c->stage_prepare({1, 2}, {inc("x", 5, id)}, 0, false);
+  BOOST_REQUIRE(b && b->blocked_by);
+  BOOST_REQUIRE(c->stage_abort({1, 1}));
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  auto r = c->resume_prepare(ready[0]);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->dismissed == 0u); // the original never applied: this one does
+  BOOST_REQUIRE(c->stage_commit({1, 2}, r->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  now += 10;
+  BOOST_TEST(value_at(*c, "x", c->safe_time()) == 5);
+  // And a further retry is now a duplicate.
+  auto t = commit1(*c, {1, 3}, {inc("x", 5, id)});
+  BOOST_TEST(value_at(*c, "x", t) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(abort_of_a_waiting_prepare_cancels_it) {
+  auto c = open();
+  const op_id id{9, 1};
+  BOOST_REQUIRE(c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true));
+  BOOST_REQUIRE(c->flush());
+  auto b = c->stage_prepare({1, 2}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(b && b->blocked_by);
+  BOOST_REQUIRE(c->stage_abort({1, 2})); // its coordinator gave up
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  auto r = c->resume_prepare(ready[0]);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().code() == errc::aborted);
+  BOOST_TEST(c->pending_count() == 0u);
+  // The original's commit later wakes no one.
+  BOOST_REQUIRE(c->stage_commit({1, 1}, c->clock() + 1));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->take_ready().empty());
+}
+
+BOOST_AUTO_TEST_CASE(two_phase_retry_waits_only_for_a_smaller_tx_id) {
+  // Two copies of one multi-partition transaction can meet in opposite
+  // orders at two partitions: each would wait for the other. Wait-die
+  // breaks the cycle: the larger id waits, the smaller fails at once.
+  auto c = open();
+  const op_id id{9, 1};
+  BOOST_REQUIRE(c->stage_prepare({1, 5}, {inc("x", 5, id)}, 0, true));
+  auto older = c->stage_prepare({1, 4}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(!older);
+  BOOST_TEST(older.err().code() == errc::aborted);
+  BOOST_TEST(c->pending_count() == 0u);
+  auto younger = c->stage_prepare({1, 6}, {inc("x", 5, id)}, 0, true);
+  BOOST_REQUIRE(younger);
+  BOOST_TEST((younger->blocked_by == tx_id{1, 5}));
+  auto one_step = c->stage_prepare({1, 3}, {inc("x", 5, id)}, 0, false);
+  BOOST_REQUIRE(one_step); // holds nothing elsewhere: always waits
+  BOOST_TEST((one_step->blocked_by == tx_id{1, 5}));
+  BOOST_TEST(c->pending_count() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(reuse_of_an_op_id_for_another_operation_is_refused) {
+  auto c = open();
+  const op_id id{9, 1};
+  auto is_conflict = [](const expected<prepare_outcome>& r) {
+    return !r && r.err().code() == errc::invalid_argument
+           && r.err().message().find("conflicting reuse of op id <9,1>")
+                != std::string::npos;
+  };
+  // In flight: another delta, another key.
+  BOOST_REQUIRE(c->stage_prepare({1, 1}, {inc("x", 5, id)}, 0, true));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(is_conflict(c->stage_prepare({1, 2}, {inc("x", 6, id)}, 0, false)));
+  BOOST_TEST(is_conflict(c->stage_prepare({1, 3}, {inc("z", 5, id)}, 0, false)));
+  BOOST_TEST(c->pending_count() == 0u);
+  BOOST_TEST(!c->has_staged());
+  // Committed: checked against the digest stored in `opids`.
+  BOOST_REQUIRE(c->stage_commit({1, 1}, c->clock() + 1));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(is_conflict(c->stage_prepare({1, 4}, {inc("x", -5, id)}, 0, false)));
+  // Within one request.
+  const op_id id2{9, 2};
+  auto twice = c->stage_prepare({1, 5}, {inc("y", 1, id2), inc("y", 2, id2)},
+                                0, false);
+  BOOST_TEST(!twice);
+  // The same operation again is a plain duplicate, after a restart too.
+  auto t = commit1(*c, {1, 6}, {inc("x", 5, id)});
+  BOOST_TEST(value_at(*c, "x", t) == 5);
+  c.reset();
+  auto c2 = open();
+  auto again = c2->stage_prepare({2, 1}, {inc("x", 7, id)}, 0, false);
+  BOOST_TEST(is_conflict(again));
+  auto dup = c2->stage_prepare({2, 2}, {inc("x", 5, id)}, 0, false);
+  BOOST_REQUIRE(dup);
+  BOOST_TEST(dup->dismissed == 1u);
+}
+
+// ---- issue 17, defect 4: counter overflow is refused at prepare ------------
+
+BOOST_AUTO_TEST_CASE(an_update_that_could_overflow_is_refused_and_the_key_stays_readable) {
+  auto c = open();
+  auto t = commit1(*c, {1, 1}, {inc("x", INT64_MAX)});
+  BOOST_TEST(value_at(*c, "x", t) == INT64_MAX);
+  // INT64_MAX + INT64_MAX used to be acknowledged and left x unreadable.
+  auto p = c->stage_prepare({1, 2}, {inc("x", INT64_MAX)}, 0, false);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST(p.err().code() == errc::overflow);
+  BOOST_TEST(p.err().message().find("64-bit range") != std::string::npos);
+  BOOST_TEST(!c->has_staged());
+  BOOST_TEST(!c->stage_prepare({1, 3}, {inc("x", 1)}, 0, false));
+  // Within one transaction too, whatever the order of its effects.
+  BOOST_TEST(!c->stage_prepare({1, 4}, {inc("x", -5), inc("x", 6)}, 0, false));
+  // Going down is fine, and the key reads.
+  auto t2 = commit1(*c, {1, 5}, {inc("x", -10)});
+  BOOST_TEST(value_at(*c, "x", t2) == INT64_MAX - 10);
+  auto t3 = commit1(*c, {1, 6}, {inc("x", 10)});
+  BOOST_TEST(value_at(*c, "x", t3) == INT64_MAX);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_updates_each_safe_alone_cannot_overflow_together) {
+  auto c = open();
+  auto t = commit1(*c, {1, 1}, {inc("x", INT64_MAX - 100)});
+  // Two undecided transactions, each fine alone: +60 then +60 would reach
+  // above INT64_MAX if both commit, so the second is refused.
+  auto a = c->stage_prepare({1, 2}, {inc("x", 60)}, 0, true);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(c->flush());
+  auto b = c->stage_prepare({1, 3}, {inc("x", 60)}, 0, true);
+  BOOST_REQUIRE(!b);
+  BOOST_TEST(b.err().code() == errc::overflow);
+  // A decrement meanwhile is admitted: every subset stays in range.
+  auto d = c->stage_prepare({1, 4}, {inc("x", -50)}, 0, true);
+  BOOST_REQUIRE(d);
+  BOOST_REQUIRE(c->flush());
+  // Commit both in the opposite order of their prepares: every snapshot
+  // reads.
+  BOOST_REQUIRE(c->stage_commit({1, 4}, d->prepare_time + 1));
+  BOOST_REQUIRE(c->stage_commit({1, 2}, d->prepare_time + 2));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(value_at(*c, "x", t) == INT64_MAX - 100);
+  BOOST_TEST(value_at(*c, "x", d->prepare_time + 1) == INT64_MAX - 150);
+  BOOST_TEST(value_at(*c, "x", d->prepare_time + 2) == INT64_MAX - 90);
+  // Near INT64_MIN the same holds downwards.
+  auto m = commit1(*c, {1, 5}, {inc("y", INT64_MIN + 1)});
+  BOOST_TEST(value_at(*c, "y", m) == INT64_MIN + 1);
+  BOOST_TEST(!c->stage_prepare({1, 6}, {inc("y", -2)}, 0, false));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -356,6 +356,36 @@ BOOST_AUTO_TEST_CASE(cluster_status_of_a_node_that_is_down_exits_3) {
   BOOST_TEST(contains(r.err, "is tallyd running?"));
 }
 
+// Issue 17, defect 8: "snapshot too old" is errc::unavailable, like a node
+// that cannot be reached, but the node answered it: tally read (and inc)
+// exit 1, not 3.
+BOOST_AUTO_TEST_CASE(read_exits_1_when_the_node_answers_an_error) {
+  test::fake_server node{2, [](std::size_t conn, test::fake_peer& peer) {
+    if (!peer.read_frame())
+      return;
+    if (conn == 0)
+      peer.reply(error_resp{make_error(
+        errc::unavailable, "snapshot too old: start a new transaction")});
+    else
+      peer.reply(error_resp{make_error(errc::invalid_argument,
+                                       "request refused: too long")});
+  }};
+  auto port = std::to_string(node.port());
+  auto r = run_cli({"--port", port, "read", "b", "k"});
+  BOOST_TEST(r.code == 1, r.err);
+  BOOST_TEST(contains(r.err, "snapshot too old"), r.err);
+  auto i = run_cli({"--port", port, "inc", "b", "k", "1"});
+  BOOST_TEST(i.code == 1, i.err);
+  BOOST_TEST(contains(i.err, "too long"), i.err);
+  node.join();
+}
+
+BOOST_AUTO_TEST_CASE(read_of_a_node_that_is_down_still_exits_3) {
+  test::local_socket closed{false};
+  auto r = run_cli({"--port", std::to_string(closed.port()), "read", "b", "k"});
+  BOOST_TEST(r.code == 3, r.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #endif // TALLY_CLI_PATH

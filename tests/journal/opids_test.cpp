@@ -204,4 +204,41 @@ BOOST_AUTO_TEST_CASE(a_store_from_before_opids_is_backfilled_at_open) {
   BOOST_TEST(opids_entries(*o.log) == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(entries_carry_the_operation_digest_and_old_entries_still_read) {
+  temp_dir dir;
+  auto path = dir.sub("p");
+  {
+    auto j = open_ok(options(path)).log;
+    BOOST_REQUIRE(j->append({update(tx_id{1, 1}, key(1), 4, op_id{5, 1}),
+                             commit(tx_id{1, 1}, 1)})
+                    .has_value());
+    auto e = j->find_committed_op_entry(op_id{5, 1});
+    BOOST_REQUIRE(e.has_value() && e->has_value());
+    BOOST_TEST((*e)->commit == 2u);
+    BOOST_REQUIRE((*e)->digest.has_value());
+    BOOST_TEST(*(*e)->digest
+               == op_digest(key(1), crdt_type::counter, counter_effect{4}));
+    BOOST_TEST(*(*e)->digest
+               != op_digest(key(1), crdt_type::counter, counter_effect{5}));
+    BOOST_TEST(*(*e)->digest
+               != op_digest(key(2), crdt_type::counter, counter_effect{4}));
+  }
+  { // An entry as written before issue 17: the commit LSN alone.
+    auto env = lmdb_env::open(lmdb_options{path, 64u << 20});
+    BOOST_REQUIRE(env.has_value());
+    auto txn = (*env)->begin(true);
+    BOOST_REQUIRE(txn.has_value());
+    BOOST_REQUIRE((*txn)->put(store_db::opids, encode_op_key(op_id{5, 1}),
+                              encode_u64(2))
+                    .has_value());
+    BOOST_REQUIRE((*txn)->commit(commit_mode::durable).has_value());
+  }
+  auto o = open_ok(options(path));
+  BOOST_TEST(find(*o.log, op_id{5, 1}).value_or(0) == 2);
+  auto e = o.log->find_committed_op_entry(op_id{5, 1});
+  BOOST_REQUIRE(e.has_value() && e->has_value());
+  BOOST_TEST(!(*e)->digest.has_value());
+  BOOST_TEST(!decode_op_entry(std::string(12, 'x')).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
