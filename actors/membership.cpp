@@ -19,7 +19,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/handoff.hpp"
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/node_context.hpp"
 #include "actors/wire.hpp"
 

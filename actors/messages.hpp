@@ -1,10 +1,12 @@
 // The messages between a node's actors (docs/NODE.md, "Actors"): plain
-// structs, whitelisted as local-only CAF message types in actors/caf_types.hpp.
-// They never cross a node boundary yet (one node), so they carry no
-// serialization; a cluster will register inspect() overloads for them.
+// structs. Those to a partition cross node boundaries as wire bytes
+// (actors/wire.hpp); the direct calls from the client server carry a
+// function and stay on the node (whitelisted as local-only CAF message
+// types in actors/caf_types.hpp).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -83,18 +85,23 @@ struct part_stale_resp {
   std::vector<std::uint64_t> prepare_times; // one per tx
 };
 
-// ---- client endpoint <-> coordinators ---------------------------------------
+// ---- the client server's direct calls ------------------------------------
 
-/// A decoded client request; answered with a client_reply.
-struct client_request {
-  request req;
+/// A read, prepare or commit sent to a local partition with anon_send
+/// instead of request() (actors/partition_calls.hpp): the partition calls
+/// `reply` (on its thread) with what it would have answered. No promise,
+/// no timer, no encoding.
+struct part_read_call {
+  part_read_req req;
+  std::function<void(part_read_resp)> reply;
 };
-struct client_reply {
-  response resp;
+struct part_prepare_call {
+  part_prepare_req req;
+  std::function<void(part_time_resp)> reply;
 };
-
-inline client_reply error_reply(error err) {
-  return client_reply{error_resp{std::move(err)}};
-}
+struct part_commit_call {
+  part_commit_req req;
+  std::function<void(part_ack)> reply;
+};
 
 } // namespace tally

@@ -19,14 +19,14 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/client_endpoint.hpp"
-#include "actors/coordinator.hpp"
+#include "actors/client_gateway.hpp"
 #include "actors/handoff.hpp"
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/membership.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
 #include "ring/partition.hpp"
+#include "server/client_server.hpp"
 
 namespace tally {
 
@@ -325,10 +325,13 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   partition_timers timers;
   timers.fbf_tick = fbf_tick_of(fbf_of(cfg));
   timers.checkpoint_interval = cfg.checkpoint_interval;
+  timers.read_timeout = cfg.limits.request_timeout;
+  if (cfg.mode == durability::periodic)
+    timers.sync_interval = cfg.periodic_sync;
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
     auto i = core->index();
-    local[i] = spawn_partition(sys, std::move(core), cfg.detached_partitions,
+    local[i] = spawn_partition(sys, std::move(core), cfg.partitions_detached(),
                                board_slot(ctx->board, i), timers);
     self->actors_.push_back(local[i]);
   }
@@ -347,7 +350,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;
-  bool detached = cfg.detached_partitions;
+  bool detached = cfg.partitions_detached();
   mc.open_partition = [&sys, opts_for, board, detached, timers,
                        spawned](std::uint32_t i) -> expected<caf::actor> {
     auto core = partition_core::open(opts_for(i));
@@ -373,15 +376,27 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                         + sys.render(published.error())
                         + " (in use? pick another with --cluster-port)");
   }
-  ctx->tx_manager = spawn_tx_manager(sys, ctx);
-  self->actors_.push_back(ctx->tx_manager);
-  auto ep = start_client_endpoint(sys, ctx, cfg.bind, cfg.port);
-  if (!ep) {
+  server_options so;
+  so.bind = cfg.bind;
+  so.port = cfg.port;
+  so.threads = cfg.io_threads;
+  so.max_frame_size = cfg.limits.max_frame_size;
+  so.max_connections = cfg.limits.max_connections;
+  so.max_in_flight = cfg.limits.max_in_flight;
+  so.max_pending_output = cfg.limits.max_pending_output;
+  so.requests = cfg.limits.requests;
+  so.max_partial_request_bytes = cfg.limits.max_partial_request_bytes;
+  so.idle_timeout = cfg.limits.idle_timeout;
+  so.request_read_timeout = cfg.limits.request_read_timeout;
+  auto gateway = make_client_gateway(sys, ctx);
+  self->actors_.push_back(gateway.sweeper);
+  auto server = client_server::start(so, gateway.handler);
+  if (!server) {
     self->stop();
-    return ep.err();
+    return server.err();
   }
-  self->actors_.push_back(ep->first);
-  self->port_ = ep->second;
+  self->server_ = std::move(*server);
+  self->port_ = self->server_->port();
   log(log_level::info, "node ", *id, " serving ", held.size(), " of ", cfg.partitions,
       " partitions from ", cfg.data_dir, " (durability ", cfg.mode,
       ") on ", cfg.bind, ":", self->port_, ", cluster port ", self->cluster_port_);
@@ -396,8 +411,11 @@ void node::stop() {
   if (stopped_)
     return;
   stopped_ = true;
-  // The endpoint first (no new requests), then coordinators via the
-  // manager, then the partitions, which flush what is staged.
+  // The client server first (no new requests; replies still under way are
+  // dropped), then coordinators via the manager, then the partitions, which
+  // flush what is staged.
+  if (server_)
+    server_->stop();
   for (auto i = actors_.rbegin(); i != actors_.rend(); ++i)
     caf::anon_send_exit(*i, caf::exit_reason::user_shutdown);
   stopping_ = std::move(actors_);

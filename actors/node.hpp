@@ -29,16 +29,30 @@ class actor_system;
 
 namespace tally {
 
+class client_server;
+
 struct node_config {
   std::string data_dir = "./data";
   std::string bind = "127.0.0.1";
   std::uint16_t port = 8087;
   std::uint32_t partitions = 64;
   durability mode = durability::batch;
+  /// Durability periodic: sync each journal this often (--durability
+  /// periodic:MS, default 1000).
+  std::chrono::milliseconds periodic_sync{1000};
   node_limits limits;
+  /// Client I/O threads (--io-threads): server/client_server.hpp.
+  std::size_t io_threads = 2;
   /// Partition actors on their own threads (default) or on the scheduler;
   /// docs/NODE.md, "Threading and disk I/O" has the measurement.
-  bool detached_partitions = true;
+  /// nullopt (--partition-threads auto): detached where a flush syncs
+  /// (batch, full: an fsync must not stall a scheduler worker), on the
+  /// scheduler where it does not (periodic, none: fewer thread hand-offs).
+  std::optional<bool> detached_partitions;
+  bool partitions_detached() const noexcept {
+    return detached_partitions.value_or(mode == durability::batch
+                                        || mode == durability::full);
+  }
   /// The node-to-node port (docs/CLUSTER.md). nullopt: the one this data
   /// dir used before, else client port + 1000, else (client port 0) any.
   std::optional<std::uint16_t> cluster_port;
@@ -94,7 +108,7 @@ public:
   std::uint16_t cluster_port() const noexcept { return cluster_port_; }
   const std::string& id() const noexcept { return id_; }
 
-  /// Sends exit messages to the endpoint, the transaction manager, the
+  /// Stops the client server, then sends exit messages to the transaction manager, the
   /// membership and every partition (which flush what is staged first).
   /// Idempotent.
   void stop();
@@ -108,7 +122,8 @@ public:
 private:
   node() = default;
 
-  std::vector<caf::actor> actors_; // endpoint, tx manager, membership, partitions
+  std::unique_ptr<client_server> server_; // the client port
+  std::vector<caf::actor> actors_; // tx manager, membership, partitions
   std::vector<caf::actor> stopping_; // what stop() sent exits to
   // Partition actors the membership spawned after startup (handoffs); once
   // `stopping`, a new one is stopped at once.

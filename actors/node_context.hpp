@@ -24,6 +24,19 @@ struct node_limits {
   std::size_t max_open_transactions = 10000;
   /// Client connections at once; more are closed at accept.
   std::size_t max_connections = 1024;
+  /// Unanswered requests of one connection before the server stops reading
+  /// it (pipelining depth; back-pressure instead of buffering).
+  std::size_t max_in_flight = 1024;
+  /// Reply bytes a client has not read before the server stops reading it.
+  std::size_t max_pending_output = 4u << 20;
+  /// Partly received request bytes across all connections.
+  std::size_t max_partial_request_bytes = 256u << 20;
+  /// Connections idle this long are closed (0: never).
+  std::chrono::milliseconds idle_timeout{300000};
+  /// Connections stalled inside a request this long are closed (0: never).
+  std::chrono::milliseconds request_read_timeout{10000};
+  /// Updates one interactive transaction may buffer.
+  std::size_t max_tx_updates = 100000;
   /// An interactive transaction idle this long is aborted.
   std::chrono::milliseconds tx_idle_timeout{30000};
   /// How long a coordinator waits for a partition (a read may wait for a
@@ -101,7 +114,6 @@ struct node_context {
   std::string owner;             // node name in transaction descriptors
   std::uint64_t incarnation = 0; // start time (us): new on every restart
   node_limits limits;
-  caf::actor tx_manager;         // set before the endpoint accepts clients
   caf::actor membership;         // answers admin requests (cluster status, leave)
   std::shared_ptr<safe_board> board;
 };

@@ -11,7 +11,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/partition_core.hpp"
 #include "actors/wire.hpp"
 
@@ -27,22 +27,65 @@ using expire_atom = caf::atom_constant<caf::atom("p_expire")>;
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
 
+// A write answered after the flush that makes it durable: through its
+// promise, or `fn` for a part_prepare_call.
 struct waiting_write {
   caf::response_promise rp;
   bool is_ack = false; // part_ack, else part_time_resp
   part_time_resp time;
+  std::function<void(part_time_resp)> fn;
+  std::function<void(part_ack)> ack_fn; // a part_commit_call's
+
+  void answer(std::optional<error> err) {
+    if (is_ack) {
+      if (ack_fn)
+        ack_fn(part_ack{std::move(err)});
+      else
+        rp.deliver(encode_wire(part_ack{std::move(err)}));
+      return;
+    }
+    part_time_resp r = err ? part_time_resp{std::move(err), 0, 0} : time;
+    if (fn)
+      fn(std::move(r));
+    else
+      rp.deliver(encode_wire(r));
+  }
+};
+
+// Where a prepare's answer goes: its promise, or a part_prepare_call's
+// function.
+struct prepare_reply {
+  caf::response_promise rp;
+  std::function<void(part_time_resp)> fn;
+
+  void operator()(part_time_resp r) {
+    if (fn)
+      fn(std::move(r));
+    else
+      rp.deliver(encode_wire(r));
+  }
 };
 
 // A prepare that waits in partition_core for the outcome of another
 // transaction holding one of its op ids (partition_core::take_ready).
 struct parked_prepare {
-  caf::response_promise rp;
+  prepare_reply reply;
   bool two_phase = false;
 };
 
+// A read parked until the safe time reaches its snapshot.
 struct waiting_read {
   part_read_req req;
   caf::response_promise rp;
+  std::function<void(part_read_resp)> fn; // a part_read_call's
+  std::chrono::steady_clock::time_point since;
+
+  void answer(part_read_resp r) {
+    if (fn)
+      fn(std::move(r));
+    else
+      rp.deliver(encode_wire(r));
+  }
 };
 
 // A request held while the partition is handed off (docs/CLUSTER.md,
@@ -116,18 +159,8 @@ void flush_now(partition_self self) {
   publish(self);
   auto writes = std::move(st.writes);
   st.writes.clear();
-  for (auto& w : writes) {
-    if (!res) {
-      if (w.is_ack)
-        w.rp.deliver(encode_wire(part_ack{res.err()}));
-      else
-        w.rp.deliver(encode_wire(part_time_resp{res.err(), 0, 0}));
-    } else if (w.is_ack) {
-      w.rp.deliver(encode_wire(part_ack{}));
-    } else {
-      w.rp.deliver(encode_wire(w.time));
-    }
-  }
+  for (auto& w : writes)
+    w.answer(res ? std::nullopt : std::optional<error>{res.err()});
   redrive_ready(self);
 }
 
@@ -137,28 +170,25 @@ void schedule_flush(partition_self self);
 // waits for another transaction's outcome, else staged (plus the commit of
 // a one-step transaction) and answered after the flush.
 void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
-                   expected<prepare_outcome> out, caf::response_promise rp) {
+                   expected<prepare_outcome> out, prepare_reply reply) {
   auto& st = self->state;
   if (out && out->blocked_by) {
-    st.parked[tx] = parked_prepare{std::move(rp), two_phase};
+    st.parked[tx] = parked_prepare{std::move(reply), two_phase};
     if (out->wait_bound_us != 0)
       self->delayed_send(self, std::chrono::microseconds(out->wait_bound_us),
                          expire_atom::value);
     return;
   }
-  if (!out) {
-    rp.deliver(encode_wire(part_time_resp{out.err(), 0, 0}));
-    return;
-  }
+  if (!out)
+    return reply(part_time_resp{out.err(), 0, 0});
   if (!two_phase) {
-    if (auto c = st.core->stage_commit(tx, out->prepare_time); !c) {
-      rp.deliver(encode_wire(part_time_resp{c.err(), 0, 0}));
-      return;
-    }
+    if (auto c = st.core->stage_commit(tx, out->prepare_time); !c)
+      return reply(part_time_resp{c.err(), 0, 0});
   }
   st.writes.push_back(
-    {std::move(rp), false,
-     part_time_resp{std::nullopt, out->prepare_time, out->dismissed}});
+    {std::move(reply.rp), false,
+     part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
+     std::move(reply.fn), {}});
   publish(self);
   schedule_flush(self);
 }
@@ -173,7 +203,7 @@ void redrive_ready(partition_self self) {
     auto parked = std::move(i->second);
     st.parked.erase(i);
     admit_prepare(self, tx, parked.two_phase, st.core->resume_prepare(tx),
-                  std::move(parked.rp));
+                  std::move(parked.reply));
   }
 }
 
@@ -201,7 +231,7 @@ void retry_reads(partition_self self) {
   for (auto& r : st.reads) {
     auto s = r.req.snapshot.get(local_dc);
     if (s <= safe)
-      r.rp.deliver(encode_wire(serve(*st.core, r.req)));
+      r.answer(serve(*st.core, r.req));
     else {
       ahead = std::max(ahead, s - safe);
       still.push_back(std::move(r));
@@ -234,6 +264,38 @@ void defer(partition_self self, caf::atom_value kind, std::string bytes,
     {kind, std::move(bytes), std::move(rp), std::chrono::steady_clock::now()});
 }
 
+// A part_*_call that this partition cannot serve now (it is draining,
+// closed or forwarding for a handoff): sent through its own mailbox as an
+// ordinary request, so the handler that holds or forwards requests answers
+// it, and the answer goes to `fn`.
+template <class Req, class Resp>
+void via_mailbox(partition_self self, caf::atom_value kind, const Req& req,
+                 std::function<void(Resp)> fn) {
+  self->request(caf::actor{self}, caf::infinite, kind, encode_wire(req))
+    .then(
+      [fn](std::string& bytes) {
+        auto r = decode_wire<Resp>(bytes);
+        if (!r) {
+          Resp failed;
+          failed.err = r.err();
+          fn(std::move(failed));
+        } else {
+          fn(std::move(*r));
+        }
+      },
+      [fn, self](caf::error& e) {
+        Resp failed;
+        failed.err = make_error(errc::unavailable, "partition request failed: "
+                                                     + self->system().render(e));
+        fn(std::move(failed));
+      });
+}
+
+void via_mailbox(partition_self self, part_read_req req,
+                 std::function<void(part_read_resp)> fn) {
+  via_mailbox(self, part_read_atom::value, req, std::move(fn));
+}
+
 // Draining ends when nothing is prepared or staged: the journal is flushed
 // and closed, the board slot cleared, and the membership told the files
 // are ready to ship. A transaction still prepared at the drain deadline (one
@@ -247,14 +309,17 @@ void close_if_drained(partition_self self) {
   if (!st.writes.empty() || st.core->has_staged()
       || (st.core->prepared_count() != 0 && !past_deadline))
     return;
-  for (auto& r : st.reads)
-    defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
+  for (auto& r : st.reads) {
+    if (r.fn)
+      via_mailbox(self, std::move(r.req), std::move(r.fn));
+    else
+      defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
+  }
   st.reads.clear();
   for (auto& [tx, p] : st.parked)
-    p.rp.deliver(error_reply_bytes(
-      part_prepare_atom::value,
-      make_error(errc::timeout, "partition " + std::to_string(st.index)
-                                  + " was moving to another node; retry")));
+    p.reply(part_time_resp{make_error(errc::timeout, "partition " + std::to_string(st.index)
+                                                       + " was moving to another node; retry"),
+                           0, 0});
   st.parked.clear();
   st.core.reset(); // closes the LMDB environment
   if (st.slot)
@@ -367,11 +432,41 @@ void schedule_tick(partition_self self) {
     self->delayed_send(self, period, timer_atom::value);
 }
 
+// Parked reads older than the read timeout get a timeout error: a read
+// whose snapshot is never reached (a transaction left prepared, a clock far
+// ahead) must not wait forever. Reads sent with request() have their own
+// timer too; a part_read_call has only this one.
+void expire_reads(partition_self self) {
+  auto& st = self->state;
+  if (st.timers.read_timeout.count() <= 0 || st.reads.empty())
+    return;
+  auto oldest = std::chrono::steady_clock::now() - st.timers.read_timeout;
+  std::vector<waiting_read> still;
+  for (auto& r : st.reads) {
+    if (r.since < oldest)
+      r.answer(part_read_resp{
+        make_error(errc::timeout, "partition " + std::to_string(st.index)
+                                    + ": the snapshot was not reached in time "
+                                      "(a transaction is still prepared, or "
+                                      "the snapshot is ahead of the clock); retry"),
+        {}});
+    else
+      still.push_back(std::move(r));
+  }
+  st.reads = std::move(still);
+}
+
 void on_tick(partition_self self) {
   auto& st = self->state;
   if (!st.core)
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
+  expire_reads(self);
+  auto sync_every = st.timers.ticks_per(st.timers.sync_interval);
+  if (sync_every > 0 && st.ticks % sync_every == 0)
+    if (auto s = st.core->sync(); !s)
+      log(log_level::error, "partition ", st.core->index(),
+          ": journal sync failed, partition stopped: ", s.err().to_string());
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
   // Decisions kept after a failed batch (a full map) are retried.
@@ -397,14 +492,13 @@ caf::behavior partition_fn(partition_self self,
     auto& st = self->state;
     if (st.core && st.core->has_staged())
       flush_now(self);
+    if (st.core) // durability periodic: what was acknowledged is synced now
+      (void)st.core->sync();
     for (auto& r : st.reads)
-      r.rp.deliver(encode_wire(
-        part_read_resp{make_error(errc::unavailable, "node shutting down"), {}}));
+      r.answer(part_read_resp{make_error(errc::unavailable, "node shutting down"), {}});
     st.reads.clear();
     for (auto& [tx, p] : st.parked)
-      p.rp.deliver(error_reply_bytes(
-        part_prepare_atom::value,
-        make_error(errc::unavailable, "node shutting down")));
+      p.reply(part_time_resp{make_error(errc::unavailable, "node shutting down"), 0, 0});
     st.parked.clear();
     for (auto& d : st.deferred)
       d.rp.deliver(error_reply_bytes(
@@ -423,7 +517,7 @@ caf::behavior partition_fn(partition_self self,
       if (req->snapshot.get(local_dc) <= st.core->safe_time())
         return encode_wire(serve(*st.core, *req));
       auto rp = self->make_response_promise();
-      st.reads.push_back({std::move(*req), rp});
+      st.reads.push_back({std::move(*req), rp, {}, std::chrono::steady_clock::now()});
       retry_reads(self);
       return rp;
     },
@@ -437,7 +531,7 @@ caf::behavior partition_fn(partition_self self,
       auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
                                         req->snapshot_time, req->two_phase);
       auto rp = self->make_response_promise();
-      admit_prepare(self, req->tx, req->two_phase, std::move(out), rp);
+      admit_prepare(self, req->tx, req->two_phase, std::move(out), prepare_reply{rp, {}});
       return rp;
     },
     [self](part_commit_atom, std::string& bytes) -> caf::result<std::string> {
@@ -451,7 +545,7 @@ caf::behavior partition_fn(partition_self self,
       if (!c)
         return encode_wire(part_ack{c.err()});
       auto rp = self->make_response_promise();
-      st.writes.push_back({rp, true, {}});
+      st.writes.push_back({rp, true, {}, {}, {}});
       schedule_flush(self);
       return rp;
     },
@@ -503,6 +597,40 @@ caf::behavior partition_fn(partition_self self,
         out.prepare_times.push_back(u.prepare_time);
       }
       return encode_wire(out);
+    },
+    // The client server's direct path (messages.hpp, part_read_call): the
+    // same as the request above, answered through the call's function.
+    [self](part_read_atom, part_read_call& call) {
+      auto& st = self->state;
+      if (st.mode != partition_mode::serving)
+        return via_mailbox(self, std::move(call.req), std::move(call.reply));
+      if (call.req.snapshot.get(local_dc) <= st.core->safe_time())
+        return call.reply(serve(*st.core, call.req));
+      st.reads.push_back({std::move(call.req), {}, std::move(call.reply),
+                          std::chrono::steady_clock::now()});
+      retry_reads(self);
+    },
+    [self](part_prepare_atom, part_prepare_call& call) {
+      auto& st = self->state;
+      if (st.mode != partition_mode::serving)
+        return via_mailbox(self, part_prepare_atom::value, call.req,
+                           std::move(call.reply));
+      auto& req = call.req;
+      auto out = st.core->stage_prepare(req.tx, std::move(req.updates),
+                                        req.snapshot_time, req.two_phase);
+      admit_prepare(self, req.tx, req.two_phase, std::move(out),
+                    prepare_reply{{}, std::move(call.reply)});
+    },
+    [self](part_commit_atom, part_commit_call& call) {
+      auto& st = self->state;
+      if (st.mode != partition_mode::serving)
+        return via_mailbox(self, part_commit_atom::value, call.req,
+                           std::move(call.reply));
+      auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
+      if (!c)
+        return call.reply(part_ack{c.err()});
+      st.writes.push_back({{}, true, {}, {}, std::move(call.reply)});
+      schedule_flush(self);
     },
     [self](flush_atom) {
       if (!self->state.core)
@@ -566,18 +694,21 @@ caf::behavior partition_fn(partition_self self,
 
 std::chrono::milliseconds partition_timers::tick() const noexcept {
   std::chrono::milliseconds t{0};
-  for (auto d : {fbf_tick, checkpoint_interval})
+  for (auto d : {fbf_tick, checkpoint_interval, sync_interval})
     if (d.count() > 0 && (t.count() == 0 || d < t))
       t = d;
   return t.count() > 0 ? std::min(t, max_tick) : t;
 }
 
-std::uint64_t partition_timers::checkpoint_every() const noexcept {
+std::uint64_t partition_timers::ticks_per(std::chrono::milliseconds interval) const noexcept {
   auto t = tick();
-  if (checkpoint_interval.count() <= 0 || t.count() <= 0)
+  if (interval.count() <= 0 || t.count() <= 0)
     return 0;
-  return std::max<std::uint64_t>(
-    1, static_cast<std::uint64_t>(checkpoint_interval / t));
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(interval / t));
+}
+
+std::uint64_t partition_timers::checkpoint_every() const noexcept {
+  return ticks_per(checkpoint_interval);
 }
 
 caf::actor spawn_partition(caf::actor_system& sys,

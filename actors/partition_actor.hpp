@@ -5,6 +5,10 @@
 //   part_prepare_req -> part_time_resp   once its records are durable
 //   part_commit_req  -> part_ack         once the commit record is durable
 //   part_abort_req   -> part_ack         at once
+//   part_read_call, part_prepare_call, part_commit_call (anon_send from the
+//                    client server):
+//                    as the read and prepare above, answered through the
+//                    call's function instead of a promise
 //   exit message     -> flushes what is staged, then quits.
 // Timer (a `tick` the actor delayed_sends to itself, docs/NODE.md "Timers"):
 //   every tick       partition_core::advance_filters() (FBF refreshes and
@@ -44,6 +48,11 @@ struct partition_timers {
   std::chrono::milliseconds fbf_tick{0};
   /// How often a checkpoint runs (rounded to a multiple of the tick).
   std::chrono::milliseconds checkpoint_interval{0};
+  /// Durability periodic: how often the journal is synced (0: never here).
+  std::chrono::milliseconds sync_interval{0};
+  /// A read parked longer than this (its snapshot not reached) gets a
+  /// timeout error at the next tick; 0: never (the requester's timer only).
+  std::chrono::milliseconds read_timeout{0};
   /// The longest tick: bounds how long a pending tick delays shutdown.
   static constexpr std::chrono::milliseconds max_tick{1000};
   /// The tick period: the smallest non-zero setting, capped at max_tick;
@@ -51,6 +60,8 @@ struct partition_timers {
   std::chrono::milliseconds tick() const noexcept;
   /// Ticks between checkpoints (0: never).
   std::uint64_t checkpoint_every() const noexcept;
+  /// Ticks per `interval`, at least 1 (0: interval or tick off).
+  std::uint64_t ticks_per(std::chrono::milliseconds interval) const noexcept;
 };
 
 /// Spawns the partition actor owning `core`: detached (own thread, the

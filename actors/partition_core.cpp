@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "protocol/request_limits.hpp"
 
 namespace tally {
@@ -627,6 +627,15 @@ status partition_core::flush() {
   staged_.clear();
   staged_refs_.clear();
   return {};
+}
+
+status partition_core::sync() {
+  if (failed_)
+    return *failed_;
+  auto st = log_->sync();
+  if (!st)
+    failed_ = st.err();
+  return st;
 }
 
 status partition_core::fail_batch(const error& cause) {

@@ -276,20 +276,25 @@ public:
   /// True when staged records wait for flush().
   bool has_staged() const noexcept { return !staged_.empty(); }
 
-  /// Appends and syncs the staged batch, then applies its commits. Only a
-  /// storage I/O failure (errc::io_error) fail-stops the journal: every
-  /// later write fails. Any other append error (errc::storage_full for a
-  /// full LMDB map, errc::invalid_argument for a record the journal
-  /// refuses) applied nothing and is returned: the transactions whose
-  /// updates were in the batch are dropped (their ids and prepare times
-  /// released, so a retry applies), commits and aborts of transactions
-  /// prepared earlier stay staged for the next flush, and the partition
-  /// keeps serving reads and writes.
+  /// Appends the staged batch (and syncs it in mode batch), then applies
+  /// its commits. Only a storage I/O failure (errc::io_error) fail-stops
+  /// the journal: every later write fails. Any other append error
+  /// (errc::storage_full for a full LMDB map, errc::invalid_argument for a
+  /// record the journal refuses) applied nothing and is returned: the
+  /// transactions whose updates were in the batch are dropped (their ids
+  /// and prepare times released, so a retry applies), commits and aborts of
+  /// transactions prepared earlier stay staged for the next flush, and the
+  /// partition keeps serving reads and writes.
   status flush();
   /// Batches that failed without stopping the partition.
   std::uint64_t failed_batches() const noexcept { return failed_batches_; }
   /// True after a storage I/O failure: every write fails until a restart.
   bool stopped() const noexcept { return failed_.has_value(); }
+
+  /// Makes every appended record durable (mode periodic: the actor's timer
+  /// calls it; batch and full are durable after flush() already). A failed
+  /// sync stops the partition like a failed flush.
+  status sync();
 
   /// Prepared transactions found at recovery with no decision.
   const std::vector<undecided_prepare>& undecided() const noexcept {

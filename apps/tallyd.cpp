@@ -21,7 +21,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/log.hpp"
+#include "common/log.hpp"
 #include "actors/node.hpp"
 
 namespace {
@@ -39,10 +39,32 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           cluster port (first start of an empty data dir)
   --partitions Q          ring size, a power of two (default 64); every
                           member of a cluster has the same
-  --durability MODE       full | batch | none (default batch)
+  --durability MODE       full | batch | periodic[:MS] | none (default
+                          batch). full: a sync per commit; batch: a commit
+                          is acknowledged after the group sync covering it;
+                          periodic: acknowledged at once, journals synced
+                          every MS (default 1000; Redis's appendfsync
+                          everysec); none: never synced
   --max-frame-size BYTES  largest client frame (default 16777216)
   --max-transactions N    open interactive transactions (default 10000)
   --max-connections N     client connections (default 1024)
+  --max-in-flight N       unanswered requests per connection before the
+                          node stops reading it (default 1024)
+  --max-pending-output BYTES
+                          reply bytes a client has not read before the
+                          node stops reading it (default 4194304)
+  --io-threads N          client I/O threads (default 2)
+  --max-partial-request-bytes BYTES
+                          bytes of partly received requests across all
+                          connections; over it a connection gets an error
+                          and is closed (default 268435456)
+  --idle-timeout-ms MS    close a connection idle this long (default
+                          300000; 0 = never)
+  --request-read-timeout-ms MS
+                          close a connection stalled inside a request this
+                          long (default 10000; 0 = never)
+  --max-tx-updates N      updates one interactive transaction may buffer
+                          (default 100000)
   --max-clock-skew-ms MS  refuse a client clock further ahead of this node's
                           clock (default 5000; 0 = no check)
   --map-size BYTES        each partition's LMDB map size (default 1073741824);
@@ -66,7 +88,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --fbf-target-fpp P      FBF adaptive resizing target false-positive
                           probability, in [0, 1); 0 = not adaptive
                           (default 0.001)
-  --partition-threads T   detached (default) | scheduler
+  --partition-threads T   auto (default) | detached | scheduler; auto:
+                          detached (a thread each) with durability batch
+                          or full, whose flushes fsync; the scheduler's
+                          threads with periodic or none
   --scheduler-policy P    stealing (default) | sharing
   --log-level LEVEL       debug | info | warn | error (default info)
   --config FILE           key=value lines with the option names above
@@ -119,8 +144,16 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       cfg.mode = durability::batch;
     else if (v == "none")
       cfg.mode = durability::none;
-    else
-      throw bad_flag{"--durability is full, batch or none, got '" + v + "'"};
+    else if (v.rfind("periodic", 0) == 0
+             && (v.size() == 8 || v[8] == ':')) {
+      cfg.mode = durability::periodic;
+      if (v.size() > 8) {
+        cfg.periodic_sync = std::chrono::milliseconds(parse_uint(key, v.substr(9), 3600000));
+        if (cfg.periodic_sync.count() == 0)
+          throw bad_flag{"--durability periodic:MS needs MS > 0"};
+      }
+    } else
+      throw bad_flag{"--durability is full, batch, periodic[:MS] or none, got '" + v + "'"};
   } else if (key == "max-frame-size") {
     cfg.limits.max_frame_size =
       static_cast<std::uint32_t>(parse_uint(key, v, 0xffffffffu));
@@ -130,6 +163,28 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_open_transactions = parse_uint(key, v, 1u << 30);
   } else if (key == "max-connections") {
     cfg.limits.max_connections = parse_uint(key, v, 1u << 20);
+  } else if (key == "max-in-flight") {
+    cfg.limits.max_in_flight = parse_uint(key, v, 1u << 20);
+    if (cfg.limits.max_in_flight == 0)
+      throw bad_flag{"--max-in-flight must be positive"};
+  } else if (key == "max-pending-output") {
+    cfg.limits.max_pending_output = parse_uint(key, v, 1ull << 32);
+    if (cfg.limits.max_pending_output == 0)
+      throw bad_flag{"--max-pending-output must be positive"};
+  } else if (key == "max-partial-request-bytes") {
+    cfg.limits.max_partial_request_bytes = parse_uint(key, v, 1ull << 40);
+  } else if (key == "idle-timeout-ms") {
+    cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "request-read-timeout-ms") {
+    cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "max-tx-updates") {
+    cfg.limits.max_tx_updates = parse_uint(key, v, 1u << 30);
+    if (cfg.limits.max_tx_updates == 0)
+      throw bad_flag{"--max-tx-updates must be positive"};
+  } else if (key == "io-threads") {
+    cfg.io_threads = parse_uint(key, v, 64);
+    if (cfg.io_threads == 0)
+      throw bad_flag{"--io-threads must be positive"};
   } else if (key == "max-clock-skew-ms") {
     cfg.limits.requests.max_clock_skew_us =
       parse_uint(key, v, 86400000) * 1000;
@@ -173,12 +228,14 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
                      + "'"};
     cfg.fbf_target_fpp = p;
   } else if (key == "partition-threads") {
-    if (v == "detached")
+    if (v == "auto")
+      cfg.detached_partitions.reset();
+    else if (v == "detached")
       cfg.detached_partitions = true;
     else if (v == "scheduler")
       cfg.detached_partitions = false;
     else
-      throw bad_flag{"--partition-threads is detached or scheduler"};
+      throw bad_flag{"--partition-threads is auto, detached or scheduler"};
   } else if (key == "scheduler-policy") {
     if (v != "sharing" && v != "stealing")
       throw bad_flag{"--scheduler-policy is sharing or stealing"};

@@ -123,6 +123,7 @@ const char* to_string(durability d) noexcept {
     case durability::full: return "full";
     case durability::batch: return "batch";
     case durability::none: return "none";
+    case durability::periodic: return "periodic";
   }
   return "unknown";
 }
@@ -565,7 +566,8 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
 status journal::sync() {
   if (stopped_)
     return stopped_error();
-  if (mode_ != durability::batch || durable_ + 1 >= next_)
+  if ((mode_ != durability::batch && mode_ != durability::periodic)
+      || durable_ + 1 >= next_)
     return {};
   if (auto st = env_->sync(); !st) {
     stopped_ = make_error(

@@ -20,6 +20,10 @@
 //          end of its group-commit window and acknowledges only LSNs <=
 //          durable_lsn(). A process crash loses nothing committed; a power
 //          loss may lose what the last sync did not cover;
+//   periodic as batch, but the owner acknowledges at once and calls sync()
+//          on a timer (tallyd: at most every interval, Redis's
+//          `appendfsync everysec`); a power loss may lose what was
+//          acknowledged since the last sync, a process crash nothing;
 //   none   never syncs (tests and benchmarks that say so).
 //
 // Fail-stop (STYLE.md, habit 3; leveldb's DBImpl::Write sync_error rule):
@@ -54,9 +58,9 @@
 
 namespace tally {
 
-enum class durability : std::uint8_t { full, batch, none };
+enum class durability : std::uint8_t { full, batch, none, periodic };
 
-/// "full", "batch" or "none".
+/// "full", "batch", "none" or "periodic".
 const char* to_string(durability d) noexcept;
 
 inline std::ostream& operator<<(std::ostream& os, durability d) {

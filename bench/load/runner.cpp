@@ -196,6 +196,28 @@ private:
     return false;
   }
 
+  // --rate: this connection's share of the rate, as the gap between the
+  // scheduled starts of its operations (zero: no schedule).
+  steady::duration gap() const {
+    if (w_.rate <= 0)
+      return steady::duration::zero();
+    return std::chrono::duration_cast<steady::duration>(
+      std::chrono::duration<double>(w_.connections / w_.rate));
+  }
+  // With --rate, waits for the next scheduled start and returns it (the
+  // time latency is measured from); else now.
+  steady::time_point scheduled(steady::time_point now) {
+    if (w_.rate <= 0)
+      return now;
+    if (next_start_ == steady::time_point{})
+      next_start_ = now + gap() * index_ / std::max(1u, w_.connections);
+    auto at = next_start_;
+    next_start_ += gap();
+    if (at > now)
+      std::this_thread::sleep_until(at);
+    return at;
+  }
+
   void run_pipelined() {
     std::deque<inflight> window;
     bool pair_ok = false;
@@ -203,6 +225,11 @@ private:
     for (;;) {
       auto now = steady::now();
       while (window.size() < k && may_start(now)) {
+        // A fixed rate starts one operation when it is due; with others in
+        // flight it receives first.
+        if (w_.rate > 0 && !window.empty() && next_start_ > now)
+          break;
+        now = scheduled(now);
         op o = make_op();
         if (now >= s_.measure_start)
           ++started_measured_;
@@ -264,6 +291,7 @@ private:
       auto now = steady::now();
       if (!may_start(now))
         return;
+      now = scheduled(now);
       op o = make_op();
       if (now >= s_.measure_start)
         ++started_measured_;
@@ -294,6 +322,7 @@ private:
   worker_result r_;
   std::size_t cur_sec_ = 0;
   second_stats cur_;
+  steady::time_point next_start_{}; // --rate: the next scheduled start
 };
 
 void progress_loop(shared_state& s, std::atomic<bool>& stop) {

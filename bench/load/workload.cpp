@@ -165,6 +165,11 @@ const char* workload_help() {
          "  --connections C     connections, one thread each (default 1)\n"
          "  --outstanding K     pipelined requests per connection (default 1;\n"
          "                      interactive transactions are not pipelined)\n"
+         "  --rate OPS          fixed load: OPS operations per second in total,\n"
+         "                      spread evenly over the connections; latency is\n"
+         "                      measured from each operation's scheduled start,\n"
+         "                      so a server that falls behind shows it (default:\n"
+         "                      as fast as the server answers)\n"
          "  --keys N            counters (default 1000)\n"
          "  --dist D            uniform | zipf:<s> | pareto:<a> | sequential\n"
          "  --ratio R:W         reads to updates (default 80:20)\n"
@@ -223,7 +228,7 @@ std::string parse_workload(const std::vector<std::string_view>& args,
       "--duration", "--ops",  "--connections", "--outstanding", "--keys",
       "--dist",     "--ratio", "--mode",       "--inc",         "--warmup",
       "--bucket",   "--buckets", "--seed",     "--retry-rate",  "--op-ids",
-      "--csv",      "--svg",  "--timeout-ms"};
+      "--csv",      "--svg",  "--timeout-ms", "--rate"};
     bool known = false;
     for (const char* v : valued)
       known = known || arg == v;
@@ -248,6 +253,9 @@ std::string parse_workload(const std::vector<std::string_view>& args,
     } else if (arg == "--connections") {
       if (!parse_unsigned(value, w.connections, 1, 4096))
         return "--connections takes 1-4096, got " + quoted(value);
+    } else if (arg == "--rate") {
+      if (!parse_double(value, w.rate) || !(w.rate > 0) || w.rate > 1e8)
+        return "--rate takes operations per second in (0, 1e8], got " + quoted(value);
     } else if (arg == "--outstanding") {
       if (!parse_unsigned(value, w.outstanding, 1, 4096))
         return "--outstanding takes 1-4096, got " + quoted(value);
@@ -363,6 +371,8 @@ std::string describe(const workload& w) {
   s += ", " + std::to_string(w.keys) + " keys " + d + ", "
        + std::to_string(w.connections) + " conns x "
        + std::to_string(w.outstanding) + " outstanding";
+  if (w.rate > 0)
+    s += ", rate " + std::to_string(static_cast<long long>(w.rate)) + " ops/s";
   if (w.retry_rate > 0)
     s += ", retry-rate " + std::to_string(w.retry_rate);
   s += w.op_ids ? ", op ids on" : ", op ids off";

@@ -43,6 +43,7 @@ struct workload {
   std::optional<std::uint64_t> ops;  // --ops N: total measured operations
   unsigned connections = 1;          // --connections C
   unsigned outstanding = 1;          // --outstanding K per connection
+  double rate = 0;                   // --rate OPS in total (0: as fast as possible)
   std::uint64_t keys = 1000;         // --keys N
   dist_kind dist = dist_kind::uniform;
   double dist_param = 0;             // zipf s or pareto a

@@ -3,6 +3,9 @@
 // Bounded loops only: the port is polled with a bounded retry count.
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
+#include <thread>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -275,12 +278,15 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_an_error_or_a_close_and_the_server_stays_up)
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(kill_9_under_full_durability_loses_and_doubles_nothing) {
+// Acknowledged commits survive kill -9 in every durability mode (a process
+// crash loses nothing the OS has: docs/NODE.md, "Group commit and
+// durability"), and retried op ids stay dismissed after the restart.
+void kill_9_loses_and_doubles_nothing(const std::string& mode, int n) {
+  BOOST_TEST_MESSAGE("durability " << mode);
   temp_dir d;
-  const int n = 200;
   std::string last_clock;
   {
-    server s{d.path, "full"};
+    server s{d.path, mode};
     BOOST_REQUIRE(s.start());
     conn c{s.port};
     for (int i = 1; i <= n; ++i) {
@@ -292,7 +298,7 @@ BOOST_AUTO_TEST_CASE(kill_9_under_full_durability_loses_and_doubles_nothing) {
     }
     s.stop(SIGKILL);
   }
-  server s{d.path, "full"};
+  server s{d.path, mode};
   BOOST_REQUIRE(s.start());
   conn c{s.port};
   BOOST_TEST(read_values(c, {"total"}, last_clock)[0] == n);
@@ -305,6 +311,121 @@ BOOST_AUTO_TEST_CASE(kill_9_under_full_durability_loses_and_doubles_nothing) {
                                 "side5", "side6"}, clock))
     sides += v;
   BOOST_TEST(sides == n / 2);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(kill_9_under_full_durability_loses_and_doubles_nothing) {
+  kill_9_loses_and_doubles_nothing("full", 200);
+}
+
+BOOST_AUTO_TEST_CASE(kill_9_under_batch_and_periodic_durability_loses_and_doubles_nothing) {
+  kill_9_loses_and_doubles_nothing("batch", 300);
+  kill_9_loses_and_doubles_nothing("periodic:200", 300);
+}
+
+BOOST_AUTO_TEST_CASE(a_half_closed_connection_still_gets_every_reply) {
+  temp_dir d;
+  server s{d.path, "periodic"};
+  BOOST_REQUIRE(s.start());
+  conn c{s.port};
+  std::string batch;
+  static_update_objects_req up;
+  up.updates = {inc("half", 1)};
+  static_read_objects_req rd;
+  rd.objects = {counter("other")};
+  for (int i = 0; i < 5; ++i)
+    batch += conn::bytes_of(up);
+  batch += conn::bytes_of(rd);
+  c.send_raw(batch);
+  BOOST_REQUIRE(::shutdown(c.fd, SHUT_WR) == 0); // nothing more comes
+  for (int i = 0; i < 5; ++i)
+    BOOST_TEST(std::holds_alternative<commit_resp>(c.receive()));
+  BOOST_TEST(std::holds_alternative<static_read_objects_resp>(c.receive()));
+  BOOST_TEST(!c.read_frame().has_value()); // then the server closes
+  conn check{s.port};
+  BOOST_TEST(read_values(check, {"half"})[0] == 5);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// A sender that stalls inside a request (slowloris) and a connection that
+// stays idle are closed; other clients are served meanwhile.
+BOOST_AUTO_TEST_CASE(stalled_and_idle_connections_are_closed) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start({"--request-read-timeout-ms", "300", "--idle-timeout-ms", "3000"}));
+  auto closed_within = [](conn& c, int seconds) {
+    timeval tv{seconds, 0};
+    ::setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    return ::read(c.fd, &b, 1) == 0; // EOF, not the timeout
+  };
+  conn slow{s.port};
+  slow.send_raw(std::string("\0\0", 2)); // half a length prefix, then nothing
+  conn idle{s.port};
+  conn busy{s.port};
+  static_update(busy, {inc("alive", 1)});
+  BOOST_TEST(closed_within(slow, 5)); // 0.3 s, checked once a second
+  BOOST_TEST(read_values(busy, {"alive"})[0] == 1);
+  BOOST_TEST(closed_within(idle, 8)); // 3 s without a request
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_interactive_transaction_cannot_buffer_without_bound) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start({"--max-tx-updates", "10"}));
+  conn c{s.port};
+  auto st = std::get<start_transaction_resp>(c.call(start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  std::vector<update_op> eight(8, inc("t", 1));
+  BOOST_TEST(std::get<operation_resp>(c.call(update_objects_req{eight, st.transaction_descriptor})).success);
+  auto over = c.call(update_objects_req{eight, st.transaction_descriptor});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(over));
+  BOOST_TEST(std::get<error_resp>(over).err.message().find("--max-tx-updates") != std::string::npos);
+  // The first eight still commit.
+  auto cm = std::get<commit_resp>(c.call(commit_transaction_req{st.transaction_descriptor}));
+  BOOST_REQUIRE(cm.success);
+  BOOST_TEST(read_values(c, {"t"}, cm.commit_time)[0] == 8);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// A client that never sends a clock (antidote_ts_client, the Go client)
+// still reads its own writes, monotonically: the server keeps each
+// connection's floor. Another connection's two-phase commits keep
+// transactions prepared all along, which lowers the node's stable time below
+// fresh commits (the case that broke read-your-writes before).
+BOOST_AUTO_TEST_CASE(a_client_without_a_clock_reads_its_own_writes) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start());
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    conn o{s.port};
+    for (int i = 0; i < 100000 && !stop.load(); ++i) {
+      static_update_objects_req up;
+      for (int k = 0; k < 8; ++k) // several partitions: two-phase commit
+        up.updates.push_back(inc("noise" + std::to_string(k), 1));
+      o.send(up);
+      o.receive();
+    }
+  });
+  conn c{s.port};
+  std::int64_t expected = 0, last_read = 0;
+  int stale = 0, backwards = 0;
+  for (int i = 0; i < 1500; ++i) {
+    static_update_objects_req up;
+    up.updates = {inc("mine", 1)};
+    commit_clock(c.call(up)); // no clock sent
+    ++expected;
+    auto v = read_values(c, {"mine"})[0]; // no clock sent
+    stale += v < expected;
+    backwards += v < last_read;
+    last_read = v;
+  }
+  stop = true;
+  other.join();
+  BOOST_TEST(stale == 0);
+  BOOST_TEST(backwards == 0);
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 

@@ -109,6 +109,21 @@ BOOST_AUTO_TEST_CASE(static_load_with_resends_is_exactly_once_with_op_ids) {
   BOOST_TEST(csv_text(r).rfind("second,read_ops,read_p50_ms", 0) == 0u);
 }
 
+// --rate holds the load at the asked rate (the server could go faster):
+// 300 operations at 200/s take about 1.5 s, not the fraction of a second an
+// unpaced run needs.
+BOOST_AUTO_TEST_CASE(a_fixed_rate_paces_the_load) {
+  tallyd_process node;
+  workload w = small(300);
+  w.rate = 200;
+  result r = run(node.url(), w);
+  report(r);
+  BOOST_REQUIRE_MESSAGE(!r.failed, r.failure);
+  BOOST_TEST(r.total_ops() == 300u);
+  BOOST_TEST(r.seconds > 1.2);
+  BOOST_TEST(r.seconds < 3.0);
+}
+
 BOOST_AUTO_TEST_CASE(without_op_ids_the_resends_apply_twice) {
   tallyd_process node;
   workload w = small(400);

@@ -207,7 +207,8 @@ BOOST_AUTO_TEST_CASE(a_full_command_line_parses) {
                              "zipf:0.99", "--ratio", "90:10", "--mode",
                              "interactive:2:2", "--inc", "-3", "--warmup", "1",
                              "--bucket", "b", "--buckets", "8", "--seed", "7",
-                             "--retry-rate", "0.2", "--no-op-ids", "A", "B"},
+                             "--retry-rate", "0.2", "--no-op-ids", "--rate", "500",
+                             "A", "B"},
                             w, pos)
              == "");
   BOOST_TEST(*w.duration_s == 5.0);
@@ -221,6 +222,7 @@ BOOST_AUTO_TEST_CASE(a_full_command_line_parses) {
   BOOST_TEST(w.buckets == 8u);
   BOOST_TEST(w.seed == 7u);
   BOOST_TEST(w.retry_rate == 0.2);
+  BOOST_TEST(w.rate == 500.0);
   BOOST_TEST(!w.op_ids);
   BOOST_TEST(pos.size() == 2u);
 }
@@ -238,6 +240,7 @@ BOOST_AUTO_TEST_CASE(bad_options_are_named) {
   BOOST_TEST(parse_error({"--duration"}) == "--duration needs a value");
   BOOST_TEST(parse_error({"--duration", "1", "--ops", "5"}) == "give --duration or --ops, not both");
   BOOST_TEST(parse_error({"--frobnicate"}) == "unknown option '--frobnicate'");
+  BOOST_TEST(parse_error({"--rate", "0"}).rfind("--rate takes", 0) == 0u);
   BOOST_TEST(parse_error({"--keys", "4", "--buckets", "8"}) == "--buckets cannot exceed --keys");
   BOOST_TEST(parse_error({"--inc", "0"}).rfind("--inc", 0) == 0u);
 }

@@ -1,4 +1,4 @@
-#include "actors/log.hpp"
+#include "common/log.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -1,0 +1,216 @@
+#include "actors/open_transactions.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/node_context.hpp"
+#include "actors/transactions.hpp"
+#include "common/log.hpp"
+#include "protocol/descriptor.hpp"
+
+namespace tally {
+
+struct open_transactions::open_tx {
+  std::mutex mu;
+  tx_id id;
+  std::uint64_t snapshot = 0;
+  std::map<std::uint32_t, std::vector<tx_update>> writes; // by partition
+  std::map<object_key, std::vector<crdt_effect>> own;
+  std::size_t updates = 0; // buffered, for --max-tx-updates
+  bool committing = false;
+  std::chrono::steady_clock::time_point last_used;
+};
+
+open_transactions::open_transactions(caf::actor_system& sys,
+                                     std::shared_ptr<const node_context> ctx)
+    : sys_(sys), ctx_(std::move(ctx)), ids_(std::random_device{}()) {
+  ids_.seed((static_cast<std::uint64_t>(std::random_device{}()) << 32)
+            ^ std::random_device{}());
+}
+
+std::size_t open_transactions::size() const {
+  std::lock_guard<std::mutex> g{mu_};
+  return open_.size();
+}
+
+void open_transactions::start(const start_transaction_req& req, reply_fn reply) {
+  auto snap = snapshot_for(*ctx_, req);
+  if (!snap)
+    return reply(error_resp{snap.err()});
+  auto tx = std::make_shared<open_tx>();
+  tx->snapshot = *snap;
+  tx->last_used = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g{mu_};
+    if (open_.size() >= ctx_->limits.max_open_transactions)
+      return reply(error_resp{make_error(
+        errc::unavailable, "too many open transactions (limit "
+                             + std::to_string(ctx_->limits.max_open_transactions)
+                             + "): commit or abort some first")});
+    // Random, never 0, never taken: unguessable from another descriptor.
+    std::uint64_t seq = 0;
+    do
+      seq = ids_() >> 1; // below the static ids, which count down from 2^64
+    while (seq == 0 || open_.count(seq) != 0);
+    tx->id = tx_id{ctx_->incarnation, seq};
+    open_.emplace(seq, tx);
+  }
+  tx_descriptor d;
+  d.tx = tx->id;
+  d.owner = ctx_->owner;
+  d.owner_incarnation = ctx_->incarnation;
+  d.snapshot = vector_clock{{local_dc, *snap}};
+  reply(start_transaction_resp{true, encode_tx_descriptor(d), 0});
+}
+
+expected<std::shared_ptr<open_transactions::open_tx>>
+open_transactions::find(const std::string& descriptor) {
+  auto d = decode_tx_descriptor(descriptor);
+  if (!d)
+    return d.err();
+  if (d->owner != ctx_->owner || d->owner_incarnation != ctx_->incarnation
+      || d->tx.origin != ctx_->incarnation)
+    return make_error(errc::aborted,
+                      "stale transaction descriptor: it was issued by " + d->owner
+                        + " before a restart or by another node; start a new "
+                          "transaction");
+  std::lock_guard<std::mutex> g{mu_};
+  auto i = open_.find(d->tx.seq);
+  if (i == open_.end())
+    return make_error(errc::aborted, "unknown transaction: it committed, aborted or "
+                                     "timed out; start a new transaction");
+  return i->second;
+}
+
+void open_transactions::forget(std::uint64_t seq) {
+  std::lock_guard<std::mutex> g{mu_};
+  open_.erase(seq);
+}
+
+void open_transactions::read(const read_objects_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  auto& t = **tx;
+  std::uint64_t snapshot = 0;
+  auto own = std::make_shared<std::map<object_key, std::vector<crdt_effect>>>();
+  {
+    std::lock_guard<std::mutex> g{t.mu};
+    if (t.committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+    t.last_used = std::chrono::steady_clock::now();
+    snapshot = t.snapshot;
+    for (const auto& o : req.objects)
+      if (auto it = t.own.find(o.key); it != t.own.end())
+        own->emplace(o.key, it->second);
+  }
+  read_at(sys_, ctx_, snapshot, req.objects,
+          [own](const object_key& k) {
+            auto it = own->find(k);
+            return it == own->end() ? std::vector<crdt_effect>{} : it->second;
+          },
+          [reply](expected<std::vector<crdt_value>> v) {
+            if (!v)
+              reply(error_resp{v.err()});
+            else
+              reply(read_objects_resp{true, std::move(*v), 0});
+          });
+}
+
+void open_transactions::update(const update_objects_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  // Validated first: nothing is buffered on an error.
+  auto grouped = updates_by_partition(ctx_->q, req.updates);
+  if (!grouped)
+    return reply(error_resp{grouped.err()});
+  auto& t = **tx;
+  {
+    std::lock_guard<std::mutex> g{t.mu};
+    if (t.committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+    if (t.updates + req.updates.size() > ctx_->limits.max_tx_updates)
+      return reply(error_resp{make_error(
+        errc::invalid_argument,
+        "the transaction would buffer " + std::to_string(t.updates + req.updates.size())
+          + " updates, over the limit of " + std::to_string(ctx_->limits.max_tx_updates)
+          + " (--max-tx-updates): commit it and start another")});
+    t.updates += req.updates.size();
+    t.last_used = std::chrono::steady_clock::now();
+    for (auto& [p, ups] : *grouped)
+      for (auto& u : ups) {
+        t.own[u.key].push_back(u.effect);
+        t.writes[p].push_back(std::move(u));
+      }
+  }
+  reply(operation_resp{true, 0});
+}
+
+void open_transactions::commit(const commit_transaction_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  auto& t = **tx;
+  std::map<std::uint32_t, std::vector<tx_update>> writes;
+  {
+    std::lock_guard<std::mutex> g{t.mu};
+    if (t.committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+    t.committing = true;
+    writes = std::move(t.writes);
+  }
+  auto id = t.id;
+  auto snapshot = t.snapshot;
+  forget(id.seq);
+  commit_writes(sys_, ctx_, id, snapshot, std::move(writes),
+                [reply](expected<std::uint64_t> at) {
+                  if (!at)
+                    reply(error_resp{at.err()});
+                  else
+                    reply(commit_resp{true, clock_bytes(*at), 0});
+                });
+}
+
+void open_transactions::abort(const abort_transaction_req& req, reply_fn reply) {
+  auto tx = find(req.transaction_descriptor);
+  if (!tx)
+    return reply(error_resp{tx.err()});
+  {
+    std::lock_guard<std::mutex> g{(*tx)->mu};
+    if ((*tx)->committing)
+      return reply(error_resp{make_error(errc::invalid_argument,
+                                         "the transaction is already committing")});
+  }
+  // Updates are buffered here until commit: nothing to undo elsewhere.
+  forget((*tx)->id.seq);
+  reply(operation_resp{true, 0});
+}
+
+std::size_t open_transactions::expire(std::chrono::steady_clock::time_point now) {
+  std::vector<tx_id> gone;
+  {
+    std::lock_guard<std::mutex> g{mu_};
+    for (auto i = open_.begin(); i != open_.end();) {
+      auto& t = *i->second;
+      std::lock_guard<std::mutex> lock{t.mu};
+      if (!t.committing && now - t.last_used > ctx_->limits.tx_idle_timeout) {
+        gone.push_back(t.id);
+        i = open_.erase(i);
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (const auto& id : gone)
+    log(log_level::info, "transaction ", id,
+        " aborted: idle longer than the transaction timeout");
+  return gone.size();
+}
+
+} // namespace tally

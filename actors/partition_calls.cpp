@@ -1,0 +1,110 @@
+#include "actors/partition_calls.hpp"
+
+#include <string>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/caf_types.hpp"
+#include "actors/node_context.hpp"
+#include "actors/wire.hpp"
+
+namespace tally {
+
+namespace {
+
+// Where requests for `p` go, or why none can.
+expected<const route*> route_for(const std::vector<route>& table, std::uint32_t p) {
+  if (p >= table.size())
+    return make_error(errc::unavailable, "partition " + std::to_string(p)
+                                           + " is not routed yet");
+  const auto& r = table[p];
+  if (!r.handle)
+    return make_error(errc::unavailable,
+                      r.why.empty() ? "partition " + std::to_string(p) + " is unavailable"
+                                    : r.why);
+  return &r;
+}
+
+template <class Resp>
+Resp failed(error err) {
+  Resp r;
+  r.err = std::move(err);
+  return r;
+}
+
+// A request to a remote partition, asked by a short-lived actor.
+template <class Resp, class Atom>
+void remote_call(caf::actor_system& sys, caf::actor target,
+                 std::chrono::milliseconds timeout, Atom kind, std::string bytes,
+                 std::function<void(Resp)> done) {
+  sys.spawn([target, timeout, kind, bytes = std::move(bytes),
+             done = std::move(done)](caf::event_based_actor* self) {
+    self->request(target, timeout, kind, bytes)
+      .then(
+        [done](std::string& reply) {
+          auto r = decode_wire<Resp>(reply);
+          done(r ? std::move(*r) : failed<Resp>(r.err()));
+        },
+        [done](caf::error& e) {
+          done(failed<Resp>(
+            e == caf::sec::request_timeout
+              ? make_error(errc::timeout, "a partition did not answer in time")
+              : make_error(errc::unavailable, "a partition is unavailable (its node "
+                                              "is stopping or unreachable); retry")));
+        });
+  });
+}
+
+} // namespace
+
+void call_read(caf::actor_system& sys, const node_context& ctx, std::uint32_t p,
+               part_read_req req, std::function<void(part_read_resp)> done) {
+  auto table = ctx.routes->load();
+  auto r = route_for(*table, p);
+  if (!r)
+    return done(failed<part_read_resp>(r.err()));
+  if ((*r)->node == ctx.owner)
+    return caf::anon_send((*r)->handle, part_read_atom::value,
+                          part_read_call{std::move(req), std::move(done)});
+  remote_call<part_read_resp>(sys, (*r)->handle, ctx.limits.request_timeout,
+                              part_read_atom::value, encode_wire(req), std::move(done));
+}
+
+void call_commit(caf::actor_system& sys, const node_context& ctx,
+                 std::uint32_t p, part_commit_req req,
+                 std::function<void(part_ack)> done) {
+  auto table = ctx.routes->load();
+  auto r = route_for(*table, p);
+  if (!r)
+    return done(failed<part_ack>(r.err()));
+  if ((*r)->node == ctx.owner)
+    return caf::anon_send((*r)->handle, part_commit_atom::value,
+                          part_commit_call{std::move(req), std::move(done)});
+  remote_call<part_ack>(sys, (*r)->handle, ctx.limits.request_timeout,
+                        part_commit_atom::value, encode_wire(req), std::move(done));
+}
+
+void send_abort(const node_context& ctx, std::uint32_t p, const tx_id& tx) {
+  auto table = ctx.routes->load();
+  if (auto r = route_for(*table, p))
+    caf::anon_send((*r)->handle, part_abort_atom::value, encode_wire(part_abort_req{tx}));
+}
+
+void call_prepare(caf::actor_system& sys, const node_context& ctx,
+                  std::uint32_t p, part_prepare_req req,
+                  std::function<void(part_time_resp)> done) {
+  auto table = ctx.routes->load();
+  auto r = route_for(*table, p);
+  if (!r)
+    return done(failed<part_time_resp>(r.err()));
+  if ((*r)->node == ctx.owner)
+    return caf::anon_send((*r)->handle, part_prepare_atom::value,
+                          part_prepare_call{std::move(req), std::move(done)});
+  remote_call<part_time_resp>(sys, (*r)->handle, ctx.limits.request_timeout,
+                              part_prepare_atom::value, encode_wire(req),
+                              std::move(done));
+}
+
+} // namespace tally

@@ -1,0 +1,189 @@
+#include "actors/transactions.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "actors/node_context.hpp"
+#include "actors/partition_calls.hpp"
+#include "protocol/descriptor.hpp"
+#include "ring/partition.hpp"
+
+namespace tally {
+
+std::uint64_t stable_time(const node_context& ctx) {
+  std::uint64_t t = wall_clock_us();
+  if (ctx.board)
+    for (const auto& b : ctx.board->blocked_from)
+      t = std::min(t, b.load(std::memory_order_acquire) - 1);
+  return t;
+}
+
+expected<std::uint64_t> snapshot_for(const node_context& ctx,
+                                     const start_transaction_req& start) {
+  std::uint64_t t = stable_time(ctx);
+  if (start.timestamp) {
+    auto c = decode_clock(*start.timestamp);
+    if (!c)
+      return c.err();
+    t = std::max(t, c->get(local_dc));
+  }
+  return t;
+}
+
+expected<std::map<std::uint32_t, std::vector<tx_update>>>
+updates_by_partition(std::uint32_t q, const std::vector<update_op>& updates) {
+  std::map<std::uint32_t, std::vector<tx_update>> out;
+  for (const auto& u : updates) {
+    if (auto ok = check_supported(u); !ok)
+      return ok.err();
+    const auto* op = std::get_if<counter_op>(&u.op);
+    if (!op)
+      return make_error(errc::wrong_type, "only counter updates are served");
+    auto p = partition_for(u.object.key.bucket, u.object.key.key, q);
+    if (!p)
+      return p.err();
+    out[*p].push_back(tx_update{u.object.key, u.object.type,
+                                counter_effect{op->update.delta}, op->id});
+  }
+  return out;
+}
+
+tx_id next_static_tx_id(const node_context& ctx) {
+  static std::atomic<std::uint64_t> seq{~std::uint64_t{0}};
+  return tx_id{ctx.incarnation, seq.fetch_sub(1, std::memory_order_relaxed)};
+}
+
+std::string clock_bytes(std::uint64_t t) {
+  return encode_clock(vector_clock{{local_dc, t}});
+}
+
+namespace {
+
+// Answers from several partitions, gathered under a mutex; `last()` is
+// true for exactly one caller, the one that brought the final answer.
+template <class T>
+struct gather {
+  std::mutex mu;
+  std::size_t left = 0;
+  std::optional<error> err;
+  T acc{};
+
+  template <class F>
+  bool add(std::optional<error> e, F&& fold) {
+    std::lock_guard<std::mutex> g{mu};
+    if (e && !err)
+      err = std::move(e);
+    else if (!e)
+      fold(acc);
+    return --left == 0;
+  }
+};
+
+} // namespace
+
+void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+             std::uint64_t snapshot, const std::vector<bound_object>& objects,
+             const own_effects& own,
+             std::function<void(expected<std::vector<crdt_value>>)> done) {
+  std::map<std::uint32_t, std::pair<part_read_req, std::vector<std::size_t>>> by_part;
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const auto& o = objects[i];
+    if (auto ok = check_supported(o); !ok)
+      return done(ok.err());
+    auto p = partition_for(o.key.bucket, o.key.key, ctx->q);
+    if (!p)
+      return done(p.err());
+    auto& slot = by_part[*p];
+    slot.first.snapshot = vector_clock{{local_dc, snapshot}};
+    slot.first.items.push_back(
+      read_item{o.key, o.type, own ? own(o.key) : std::vector<crdt_effect>{}});
+    slot.second.push_back(i);
+  }
+  if (by_part.empty())
+    return done(std::vector<crdt_value>{});
+  auto g = std::make_shared<gather<std::vector<crdt_value>>>();
+  g->acc.resize(objects.size());
+  g->left = by_part.size();
+  for (auto& [p, slot] : by_part)
+    call_read(sys, *ctx, p, std::move(slot.first),
+              [g, done, idx = std::move(slot.second)](part_read_resp r) {
+                bool last = g->add(std::move(r.err), [&](std::vector<crdt_value>& v) {
+                  for (std::size_t j = 0; j < idx.size() && j < r.values.size(); ++j)
+                    v[idx[j]] = std::move(r.values[j]);
+                });
+                if (!last)
+                  return;
+                if (g->err)
+                  done(*g->err);
+                else
+                  done(std::move(g->acc));
+              });
+}
+
+void commit_writes(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                   tx_id tx, std::uint64_t snapshot,
+                   std::map<std::uint32_t, std::vector<tx_update>> writes,
+                   std::function<void(expected<std::uint64_t>)> done) {
+  if (writes.empty()) // read-only: commits at its snapshot
+    return done(snapshot);
+  if (writes.size() == 1) {
+    auto& [p, ups] = *writes.begin();
+    return call_prepare(sys, *ctx, p, part_prepare_req{tx, std::move(ups), snapshot, false},
+                        [done](part_time_resp r) {
+                          if (r.err)
+                            done(*r.err);
+                          else
+                            done(r.time);
+                        });
+  }
+  // Every participant is routed before anything is sent: a partition that
+  // is unavailable fails the commit with nothing prepared anywhere.
+  {
+    auto table = ctx->routes->load();
+    for (const auto& w : writes) {
+      const route* r = w.first < table->size() ? &(*table)[w.first] : nullptr;
+      if (!r || !r->handle)
+        return done(make_error(errc::unavailable,
+                               r && !r->why.empty()
+                                 ? r->why
+                                 : "partition " + std::to_string(w.first)
+                                     + " is unavailable"));
+    }
+  }
+  std::vector<std::uint32_t> parts;
+  for (const auto& w : writes)
+    parts.push_back(w.first);
+  auto prepared = std::make_shared<gather<std::uint64_t>>();
+  prepared->left = parts.size();
+  auto on_prepared = [&sys, ctx, tx, parts, prepared, done](part_time_resp r) {
+    auto t = r.time;
+    if (!prepared->add(std::move(r.err), [t](std::uint64_t& m) { m = std::max(m, t); }))
+      return;
+    if (prepared->err) {
+      for (auto p : parts)
+        send_abort(*ctx, p, tx);
+      return done(*prepared->err);
+    }
+    const auto commit_time = prepared->acc;
+    auto acked = std::make_shared<gather<int>>();
+    acked->left = parts.size();
+    for (auto p : parts)
+      call_commit(sys, *ctx, p, part_commit_req{tx, commit_time},
+                  [acked, commit_time, done](part_ack a) {
+                    if (!acked->add(std::move(a.err), [](int&) {}))
+                      return;
+                    if (acked->err)
+                      done(*acked->err);
+                    else
+                      done(commit_time);
+                  });
+  };
+  for (auto& [p, ups] : writes)
+    call_prepare(sys, *ctx, p, part_prepare_req{tx, std::move(ups), snapshot, true},
+                 on_prepared);
+}
+
+} // namespace tally
