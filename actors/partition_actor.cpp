@@ -22,6 +22,7 @@ namespace {
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using timer_atom = caf::atom_constant<caf::atom("p_timer")>;
+using expire_atom = caf::atom_constant<caf::atom("p_expire")>;
 
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
@@ -173,6 +174,9 @@ void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
   auto& st = self->state;
   if (out && out->blocked_by) {
     st.parked[tx] = parked_prepare{std::move(reply), two_phase};
+    if (out->wait_bound_us != 0)
+      self->delayed_send(self, std::chrono::microseconds(out->wait_bound_us),
+                         expire_atom::value);
     return;
   }
   if (!out)
@@ -677,6 +681,12 @@ caf::behavior partition_fn(partition_self self,
       forward_deferred(self);
     },
     [self](timer_atom) { on_tick(self); },
+    [self](expire_atom) {
+      if (!self->state.core)
+        return;
+      self->state.core->expire_waits();
+      redrive_ready(self);
+    },
   };
 }
 

@@ -326,22 +326,21 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
       // depends on its outcome. Wait for it (take_ready()), unless waiting
       // could close a cycle: a two-phase transaction may hold ids at other
       // partitions, where the original may wait for it (two copies of one
-      // multi-partition transaction sent at once). Wait-die on tx_id order:
-      // only a larger id waits for a smaller one, so no cycle can form;
-      // the other fails at once, applying nothing, and is retried by its
-      // client. A one-step transaction holds nothing elsewhere: it waits.
-      if (two_phase && !(orig.owner < tx))
-        return make_error(
-          errc::aborted,
-          "op id <" + std::to_string(u.op->client) + ","
-            + std::to_string(u.op->seq)
-            + "> is in flight in another undecided transaction at partition "
-            + std::to_string(opts_.index)
-            + ": nothing applied, retry (its outcome decides whether the "
-              "retry is a duplicate)");
+      // multi-partition transaction sent at once). Wait-die with a grace
+      // period, on (snapshot time, tx_id), one order for every partition:
+      // the younger waits for the older as long as needed; the older waits
+      // at most older_wait_us, then fails (errc::aborted, nothing applied;
+      // its client retries). Every cycle has an older-waits edge, so it
+      // breaks within that bound. A one-step transaction holds nothing
+      // elsewhere: it always waits.
+      std::uint64_t die_at = UINT64_MAX;
+      if (two_phase && !(age_of(orig.owner) < std::make_pair(snapshot_time, tx)))
+        die_at = opts_.now_us() + opts_.older_wait_us;
       out.blocked_by = orig.owner;
+      out.wait_bound_us = die_at == UINT64_MAX ? 0 : opts_.older_wait_us;
       pending_.emplace(tx, pending_prepare{std::move(updates), snapshot_time,
-                                           two_phase, orig.owner, false});
+                                           two_phase, orig.owner, false,
+                                           false, die_at});
       return out;
     }
     auto c = find_committed(u.key.bucket, *u.op);
@@ -360,6 +359,7 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   if (auto r = check_counter_range(updates, dup); !r)
     return r.err();
   prepared_tx p;
+  p.snapshot_time = snapshot_time;
   for (std::size_t i = 0; i < updates.size(); ++i) {
     if (dup[i]) {
       ++out.dismissed;
@@ -451,6 +451,13 @@ status partition_core::check_counter_range(const std::vector<tx_update>& ups,
   return {};
 }
 
+std::pair<std::uint64_t, tx_id>
+partition_core::age_of(const tx_id& tx) const {
+  auto i = prepared_.find(tx);
+  // Recovered prepares have no snapshot time: the oldest.
+  return {i == prepared_.end() ? 0 : i->second.snapshot_time, tx};
+}
+
 bool partition_core::same_op(const object_key& key, crdt_type type,
                              const crdt_effect& effect, const tx_update& u) {
   return key == u.key && type == u.type && effect == u.effect;
@@ -484,13 +491,31 @@ expected<prepare_outcome> partition_core::resume_prepare(const tx_id& tx) {
     return make_error(errc::aborted,
                       "transaction aborted while its prepare waited for "
                       "the outcome of a retried op id");
+  if (pp.expired)
+    return make_error(errc::aborted,
+                      "partition " + std::to_string(opts_.index)
+                        + ": an op id of this transaction is in flight in a "
+                          "younger undecided transaction that did not finish "
+                          "in time: nothing applied, retry");
   return stage_prepare(tx, std::move(pp.updates), pp.snapshot_time,
                        pp.two_phase);
 }
 
+std::size_t partition_core::expire_waits() {
+  const std::uint64_t now = opts_.now_us();
+  std::size_t n = 0;
+  for (auto& [waiting, pp] : pending_)
+    if (!pp.cancelled && !pp.expired && pp.die_at_us <= now) {
+      pp.expired = true;
+      ready_.push_back(waiting);
+      ++n;
+    }
+  return n;
+}
+
 void partition_core::wake_waiting_for(const tx_id& tx) {
   for (const auto& [waiting, pp] : pending_)
-    if (!pp.cancelled && pp.blocked_by == tx)
+    if (!pp.cancelled && !pp.expired && pp.blocked_by == tx)
       ready_.push_back(waiting);
 }
 
@@ -521,7 +546,7 @@ status partition_core::stage_commit(const tx_id& tx,
 
 status partition_core::stage_abort(const tx_id& tx) {
   if (auto w = pending_.find(tx); w != pending_.end()) {
-    if (!w->second.cancelled) {
+    if (!w->second.cancelled && !w->second.expired) {
       w->second.cancelled = true;
       ready_.push_back(tx);
     }

@@ -104,6 +104,10 @@ struct partition_options {
   /// times. Tests control it.
   std::function<std::uint64_t()> now_us = wall_clock_us;
   std::function<fbf_time()> now_fbf = steady_fbf_now;
+  /// How long a two-phase prepare waits for a younger transaction holding
+  /// one of its op ids before it gives up (wait-die's grace period; see
+  /// partition_core::take_ready).
+  std::uint64_t older_wait_us = 200'000;
   /// The LMDB map size (tallyd --map-size).
   std::uint64_t map_size = default_map_size;
   /// The journal's I/O seam: nullptr opens LMDB at `path`; tests pass a
@@ -135,6 +139,9 @@ struct prepare_outcome {
   /// flight in this undecided transaction: the prepare is kept pending
   /// until that one commits or aborts (take_ready(), resume_prepare()).
   std::optional<tx_id> blocked_by;
+  /// When blocked: 0 if it may wait as long as the blocker needs, else the
+  /// most it waits (call expire_waits() after that long).
+  std::uint64_t wait_bound_us = 0;
 };
 
 /// A prepared transaction found undecided at recovery.
@@ -201,16 +208,22 @@ public:
   /// owner calls resume_prepare(), which runs stage_prepare() again with
   /// the kept arguments: the id is then a duplicate (X committed) or
   /// applies (X aborted). It can block again on another transaction.
-  /// Deadlock-free by wait-die: a two-phase prepare waits only for a
-  /// transaction with a smaller tx_id; otherwise it fails at once with
-  /// errc::aborted and nothing staged (its client retries). A one-step
-  /// prepare holds nothing elsewhere and always waits.
+  /// Deadlock-free by wait-die with a grace period: a two-phase prepare
+  /// waits as long as needed only for an older transaction, by (snapshot
+  /// time, tx_id); for a younger one at most options.older_wait_us
+  /// (outcome.wait_bound_us), after which expire_waits() lists it and
+  /// resume_prepare() fails it with errc::aborted, nothing staged (its
+  /// client retries). A one-step prepare holds nothing elsewhere and
+  /// always waits.
   /// Transactions whose prepare is ready to be resumed; the list is emptied.
   std::vector<tx_id> take_ready();
   /// Resumes a pending prepare listed by take_ready(). errc::aborted when
   /// its transaction was aborted while it waited (stage_abort);
   /// errc::not_found for a transaction with no pending prepare.
   expected<prepare_outcome> resume_prepare(const tx_id& tx);
+  /// Lists the waits whose bound passed (see wait_bound_us) as ready;
+  /// returns how many.
+  std::size_t expire_waits();
   /// Prepares waiting for another transaction's outcome.
   std::size_t pending_count() const noexcept { return pending_.size(); }
 
@@ -315,6 +328,7 @@ public:
 private:
   struct prepared_tx {
     std::uint64_t prepare_time = 0;
+    std::uint64_t snapshot_time = 0; // its wait-die age (0: recovered)
     std::vector<tx_update> updates;
     std::vector<lsn> positions; // LSN of each update record, once appended
     std::optional<std::uint64_t> commit_time; // staged commit
@@ -334,6 +348,8 @@ private:
     bool two_phase = false;
     tx_id blocked_by;
     bool cancelled = false;
+    bool expired = false;
+    std::uint64_t die_at_us = UINT64_MAX;
   };
   // What each staged record is, to route its LSN after the append.
   struct staged_ref {
@@ -357,6 +373,8 @@ private:
   // latest committed value plus any subset of undecided effects).
   status check_counter_range(const std::vector<tx_update>& ups,
                              const std::vector<bool>& dup);
+  // The wait-die order of a prepared transaction: (snapshot time, id).
+  std::pair<std::uint64_t, tx_id> age_of(const tx_id& tx) const;
   static bool same_op(const object_key& key, crdt_type type,
                       const crdt_effect& effect, const tx_update& u);
   static error conflicting_reuse(const op_id& id, const tx_update& u);

@@ -826,24 +826,45 @@ BOOST_AUTO_TEST_CASE(abort_of_a_waiting_prepare_cancels_it) {
   BOOST_TEST(c->take_ready().empty());
 }
 
-BOOST_AUTO_TEST_CASE(two_phase_retry_waits_only_for_a_smaller_tx_id) {
+BOOST_AUTO_TEST_CASE(two_phase_retry_waits_only_for_an_older_transaction) {
   // Two copies of one multi-partition transaction can meet in opposite
-  // orders at two partitions: each would wait for the other. Wait-die
-  // breaks the cycle: the larger id waits, the smaller fails at once.
+  // orders at two partitions: each would wait for the other. Wait-die on
+  // (snapshot time, tx_id) with a grace period breaks the cycle: the
+  // younger waits as needed, the older at most older_wait_us, then fails.
+  // Equal snapshots: the tx_id decides.
   auto c = open();
   const op_id id{9, 1};
   BOOST_REQUIRE(c->stage_prepare({1, 5}, {inc("x", 5, id)}, 0, true));
   auto older = c->stage_prepare({1, 4}, {inc("x", 5, id)}, 0, true);
-  BOOST_REQUIRE(!older);
-  BOOST_TEST(older.err().code() == errc::aborted);
+  BOOST_REQUIRE(older);
+  BOOST_TEST((older->blocked_by == tx_id{1, 5}));
+  BOOST_TEST(older->wait_bound_us == 200'000u); // the older waits, bounded
+  BOOST_TEST(c->expire_waits() == 0u);
+  now += 200'000;
+  BOOST_TEST(c->expire_waits() == 1u);
+  auto ready = c->take_ready();
+  BOOST_REQUIRE(ready.size() == 1u);
+  auto gave_up = c->resume_prepare(ready[0]);
+  BOOST_REQUIRE(!gave_up);
+  BOOST_TEST(gave_up.err().code() == errc::aborted);
   BOOST_TEST(c->pending_count() == 0u);
   auto younger = c->stage_prepare({1, 6}, {inc("x", 5, id)}, 0, true);
   BOOST_REQUIRE(younger);
   BOOST_TEST((younger->blocked_by == tx_id{1, 5}));
+  BOOST_TEST(younger->wait_bound_us == 0u); // waits as long as needed
   auto one_step = c->stage_prepare({1, 3}, {inc("x", 5, id)}, 0, false);
   BOOST_REQUIRE(one_step); // holds nothing elsewhere: always waits
   BOOST_TEST((one_step->blocked_by == tx_id{1, 5}));
   BOOST_TEST(c->pending_count() == 2u);
+  // A later snapshot is younger, whatever its id: it waits.
+  const op_id id2{9, 2};
+  BOOST_REQUIRE(c->stage_prepare({1, 9}, {inc("y", 1, id2)}, 100, true));
+  auto later = c->stage_prepare({1, 1}, {inc("y", 1, id2)}, 200, true);
+  BOOST_REQUIRE(later);
+  BOOST_TEST((later->blocked_by == tx_id{1, 9}));
+  auto earlier = c->stage_prepare({1, 10}, {inc("y", 1, id2)}, 50, true);
+  BOOST_REQUIRE(earlier);
+  BOOST_TEST(earlier->wait_bound_us != 0u);
 }
 
 BOOST_AUTO_TEST_CASE(reuse_of_an_op_id_for_another_operation_is_refused) {
