@@ -57,54 +57,47 @@ void remote_call(caf::actor_system& sys, caf::actor target,
   });
 }
 
+// One call to partition `p`: a local actor by anon_send of `Call`, a
+// remote one through a requester; `done` gets the answer or why none came.
+template <class Call, class Resp, class Atom, class Req>
+void call_partition(caf::actor_system& sys, const node_context& ctx, std::uint32_t p,
+                    Atom kind, Req req, std::function<void(Resp)> done) {
+  auto table = ctx.routes->load();
+  auto r = route_for(*table, p);
+  if (!r)
+    return done(failed<Resp>(r.err()));
+  if ((*r)->node == ctx.owner)
+    return caf::anon_send((*r)->handle, kind, Call{std::move(req), std::move(done)});
+  remote_call<Resp>(sys, (*r)->handle, ctx.limits.request_timeout, kind,
+                    encode_wire(req), std::move(done));
+}
+
 } // namespace
 
 void call_read(caf::actor_system& sys, const node_context& ctx, std::uint32_t p,
                part_read_req req, std::function<void(part_read_resp)> done) {
-  auto table = ctx.routes->load();
-  auto r = route_for(*table, p);
-  if (!r)
-    return done(failed<part_read_resp>(r.err()));
-  if ((*r)->node == ctx.owner)
-    return caf::anon_send((*r)->handle, part_read_atom::value,
-                          part_read_call{std::move(req), std::move(done)});
-  remote_call<part_read_resp>(sys, (*r)->handle, ctx.limits.request_timeout,
-                              part_read_atom::value, encode_wire(req), std::move(done));
+  call_partition<part_read_call>(sys, ctx, p, part_read_atom::value, std::move(req),
+                                 std::move(done));
+}
+
+void call_prepare(caf::actor_system& sys, const node_context& ctx,
+                  std::uint32_t p, part_prepare_req req,
+                  std::function<void(part_time_resp)> done) {
+  call_partition<part_prepare_call>(sys, ctx, p, part_prepare_atom::value,
+                                    std::move(req), std::move(done));
 }
 
 void call_commit(caf::actor_system& sys, const node_context& ctx,
                  std::uint32_t p, part_commit_req req,
                  std::function<void(part_ack)> done) {
-  auto table = ctx.routes->load();
-  auto r = route_for(*table, p);
-  if (!r)
-    return done(failed<part_ack>(r.err()));
-  if ((*r)->node == ctx.owner)
-    return caf::anon_send((*r)->handle, part_commit_atom::value,
-                          part_commit_call{std::move(req), std::move(done)});
-  remote_call<part_ack>(sys, (*r)->handle, ctx.limits.request_timeout,
-                        part_commit_atom::value, encode_wire(req), std::move(done));
+  call_partition<part_commit_call>(sys, ctx, p, part_commit_atom::value,
+                                   std::move(req), std::move(done));
 }
 
 void send_abort(const node_context& ctx, std::uint32_t p, const tx_id& tx) {
   auto table = ctx.routes->load();
   if (auto r = route_for(*table, p))
     caf::anon_send((*r)->handle, part_abort_atom::value, encode_wire(part_abort_req{tx}));
-}
-
-void call_prepare(caf::actor_system& sys, const node_context& ctx,
-                  std::uint32_t p, part_prepare_req req,
-                  std::function<void(part_time_resp)> done) {
-  auto table = ctx.routes->load();
-  auto r = route_for(*table, p);
-  if (!r)
-    return done(failed<part_time_resp>(r.err()));
-  if ((*r)->node == ctx.owner)
-    return caf::anon_send((*r)->handle, part_prepare_atom::value,
-                          part_prepare_call{std::move(req), std::move(done)});
-  remote_call<part_time_resp>(sys, (*r)->handle, ctx.limits.request_timeout,
-                              part_prepare_atom::value, encode_wire(req),
-                              std::move(done));
 }
 
 } // namespace tally
