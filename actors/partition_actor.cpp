@@ -122,6 +122,8 @@ struct partition_state {
   std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
   partition_timers timers;
   std::uint64_t ticks = 0;
+  // Durability periodic: when the journal was last synced.
+  std::chrono::steady_clock::time_point last_sync = std::chrono::steady_clock::now();
   static inline const char* name = "partition";
 };
 
@@ -149,6 +151,24 @@ part_read_resp serve(partition_core& core, const part_read_req& req) {
 
 void redrive_ready(partition_self self);
 
+// Durability periodic: syncs the journal when the last sync is at least
+// `due` old. Called after each flush with the interval (so busy partitions
+// sync when their own writes come, spread over time rather than all 64 on
+// one tick) and on every tick with the interval less one tick (so an idle
+// partition's last writes are synced within the interval too).
+void sync_if_due(partition_self self, std::chrono::milliseconds due) {
+  auto& st = self->state;
+  if (st.timers.sync_interval.count() <= 0 || !st.core)
+    return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - st.last_sync < due)
+    return;
+  st.last_sync = now;
+  if (auto s = st.core->sync(); !s)
+    log(log_level::error, "partition ", st.core->index(),
+        ": journal sync failed, partition stopped: ", s.err().to_string());
+}
+
 void flush_now(partition_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
@@ -161,6 +181,7 @@ void flush_now(partition_self self) {
   st.writes.clear();
   for (auto& w : writes)
     w.answer(res ? std::nullopt : std::optional<error>{res.err()});
+  sync_if_due(self, st.timers.sync_interval); // acknowledged first: periodic
   redrive_ready(self);
 }
 
@@ -462,11 +483,8 @@ void on_tick(partition_self self) {
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
   expire_reads(self);
-  auto sync_every = st.timers.ticks_per(st.timers.sync_interval);
-  if (sync_every > 0 && st.ticks % sync_every == 0)
-    if (auto s = st.core->sync(); !s)
-      log(log_level::error, "partition ", st.core->index(),
-          ": journal sync failed, partition stopped: ", s.err().to_string());
+  sync_if_due(self, std::max(st.timers.sync_interval - st.timers.tick(),
+                             std::chrono::milliseconds{0}));
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
   // Decisions kept after a failed batch (a full map) are retried.
