@@ -251,7 +251,15 @@ private:
     if (it == conns_.end())
       return;
     auto& c = *it->second;
-    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    if (events & (EPOLLHUP | EPOLLERR)) {
+      // Reset, or both directions shut: no reply can reach the peer any
+      // more (a half-close arrives as EPOLLIN and a read of 0 instead).
+      // Closing now also keeps a paused connection from waking epoll
+      // again and again.
+      close_conn(c);
+      return;
+    }
+    if (events & EPOLLIN) {
       if (!read_from(c)) {
         close_conn(c);
         return;
