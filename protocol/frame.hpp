@@ -90,10 +90,11 @@ public:
 
   /// True while part of a frame (even one length byte) is buffered.
   bool mid_frame() const noexcept { return header_fill_ > 0; }
-  /// Bytes of the frame being received that are buffered (its length
-  /// bytes, code and body so far); complete frames not counted.
+  /// Memory held by the frame being received: its length bytes, code and
+  /// the body's allocated capacity (which grows ahead of the bytes that
+  /// arrived); complete frames not counted.
   std::size_t partial_bytes() const noexcept {
-    return header_fill_ + (have_code_ ? 1 + current_.body.size() : 0);
+    return header_fill_ + (have_code_ ? 1 + current_.body.capacity() : 0);
   }
 
   bool failed() const noexcept { return error_.has_value(); }

@@ -246,10 +246,14 @@ BOOST_AUTO_TEST_CASE(connections_share_one_budget_for_partial_requests) {
   std::string big = frame_of(read_req(std::string(70, 'x')));
   BOOST_REQUIRE_GT(big.size(), 80u);
   BOOST_REQUIRE_LE(big.size(), 100u);
-  a.feed(std::string_view{big}.substr(0, 80)); // 80 bytes held
-  BOOST_TEST(budget->used() == 80u);
-  b.feed(std::string_view{big}.substr(0, 40)); // would be 120: refused
-  BOOST_TEST(budget->used() == 80u);
+  // The budget counts the memory a partial frame holds (its buffer's
+  // capacity), at least the bytes that arrived.
+  a.feed(std::string_view{big}.substr(0, 80));
+  const auto held = budget->used();
+  BOOST_TEST(held >= 80u);
+  BOOST_TEST(held <= 100u);
+  b.feed(std::string_view{big}.substr(0, 40)); // would go over 100: refused
+  BOOST_TEST(budget->used() == held);
   BOOST_TEST(!b.wants_read());
   BOOST_TEST(drain(b).empty());
   auto rs = responses(b.output());
@@ -260,7 +264,7 @@ BOOST_AUTO_TEST_CASE(connections_share_one_budget_for_partial_requests) {
   BOOST_TEST(drain(a).size() == 1u);
   client_connection c{connection_limits{}, budget};
   c.feed(std::string_view{big}.substr(0, big.size() - 1)); // room again
-  BOOST_TEST(budget->used() == big.size() - 1);
+  BOOST_TEST(budget->used() >= big.size() - 1);
   BOOST_TEST(c.wants_read());
 }
 
@@ -269,7 +273,7 @@ BOOST_AUTO_TEST_CASE(a_closed_connection_gives_its_partial_bytes_back) {
   {
     client_connection a{connection_limits{}, budget};
     a.feed(frame_of(read_req("k")).substr(0, 5));
-    BOOST_TEST(budget->used() == 5u);
+    BOOST_TEST(budget->used() >= 5u);
   }
   BOOST_TEST(budget->used() == 0u);
 }
