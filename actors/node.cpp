@@ -85,6 +85,19 @@ fbf_config fbf_of(const node_config& cfg) {
                            cfg.fbf_retry_timeout, cfg.fbf_target_fpp);
 }
 
+// Buckets with an FBF per partition within --fbf-memory-mb: the node's
+// budget over its Q partitions and the largest a bucket's filter can grow
+// (N_max + 2 filters of m bits when adaptive).
+std::size_t max_fbfs_of(const node_config& cfg) {
+  if (cfg.fbf_memory_bytes == 0)
+    return 0;
+  auto f = fbf_of(cfg);
+  auto filters = (f.adaptive ? f.max_past_filters : f.past_filters) + 2;
+  std::uint64_t per_bucket = filters * ((f.bits_per_filter + 7) / 8);
+  std::uint64_t n = cfg.fbf_memory_bytes / (std::uint64_t{cfg.partitions} * per_bucket);
+  return static_cast<std::size_t>(std::max<std::uint64_t>(1, n));
+}
+
 // FBF tick: never longer than the refresh period, nor (adaptive) than the
 // shortest refresh period adaptation may choose and the adaptation
 // interval, so refreshes and adaptations run on time without traffic.
@@ -293,6 +306,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.path = (root / "partitions" / std::to_string(i)).string();
     po.mode = cfg.mode;
     po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
+    po.max_fbfs = max_fbfs_of(cfg);
     po.map_size = cfg.map_size;
     po.snapshot_retention_us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(

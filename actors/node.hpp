@@ -76,6 +76,11 @@ struct node_config {
   std::size_t fbf_past_filters = 2;
   std::chrono::milliseconds fbf_retry_timeout{5000};
   double fbf_target_fpp = 1e-3;
+  /// Memory for FBFs on this node (--fbf-memory-mb, 0 = no bound): each
+  /// partition keeps the filters of at most memory / (Q x largest filter)
+  /// buckets, at least one; older buckets' ids are then checked exactly
+  /// (partition_options::max_fbfs).
+  std::uint64_t fbf_memory_bytes = 512ull << 20;
   /// Each partition's LMDB map size in bytes (--map-size). A full map fails
   /// the writes of the batch that hit it with errc::storage_full; reads go
   /// on, and writes resume once a restart with a larger map (or a

@@ -231,6 +231,19 @@ expected<forgetful_bloom_filter*>
 partition_core::fbf_for(const std::string& bucket) {
   auto i = fbfs_.find(bucket);
   if (i == fbfs_.end()) {
+    if (opts_.max_fbfs > 0 && fbfs_.size() >= opts_.max_fbfs) {
+      // Evict the least recently used bucket's filter. Its ids may still be
+      // inside their window: until op_id_keep_us_ has passed, that bucket's
+      // ids are checked exactly in `opids` (find_committed), which keeps
+      // every committed id at least that long.
+      auto victim = std::min_element(
+        fbf_last_use_.begin(), fbf_last_use_.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+      fbf_evicted_until_[victim->first] = opts_.now_us() + op_id_keep_us_;
+      fbfs_.erase(victim->first);
+      fbf_last_use_.erase(victim);
+      ++fbf_evictions_;
+    }
     auto cfg = opts_.fbf;
     cfg.start = opts_.now_fbf();
     auto f = forgetful_bloom_filter::make(cfg);
@@ -238,6 +251,7 @@ partition_core::fbf_for(const std::string& bucket) {
       return f.err();
     i = fbfs_.emplace(bucket, std::move(*f)).first;
   }
+  fbf_last_use_[bucket] = ++fbf_uses_;
   // A clock that went backwards (only possible in tests) is ignored: the
   // filter keeps its later time.
   auto now = opts_.now_fbf();
@@ -251,7 +265,18 @@ partition_core::fbf_for(const std::string& bucket) {
 expected<partition_core::committed_op>
 partition_core::find_committed(const std::string& bucket, const op_id& id) {
   auto f = fbf_for(bucket);
-  if (!f || !(*f)->contains(id.hash()))
+  // A bucket whose filter was evicted lately has no trustworthy negative:
+  // its ids are checked exactly until every id the old filter held is out
+  // of its window.
+  bool exact = false;
+  if (auto e = fbf_evicted_until_.find(bucket); e != fbf_evicted_until_.end()) {
+    if (opts_.now_us() < e->second)
+      exact = true;
+    else
+      fbf_evicted_until_.erase(e);
+  }
+  const bool positive = f && (*f)->contains(id.hash());
+  if (!exact && !positive)
     return committed_op{}; // the fast negative path: never seen in the window
   // DESIGN.md's rule for probabilistic structures: a positive is confirmed
   // exactly. Ids enter the FBF only when their commit is durable, and the
@@ -260,9 +285,12 @@ partition_core::find_committed(const std::string& bucket, const op_id& id) {
   if (!committed)
     return committed.err();
   if (*committed) {
-    ++fbf_confirmed_;
+    if (positive)
+      ++fbf_confirmed_;
     return committed_op{true, (*committed)->digest};
   }
+  if (!positive)
+    return committed_op{}; // an exact check after an eviction: not committed
   ++fbf_false_positives_;
   tally::log(log_level::debug, "partition ", opts_.index,
              ": FBF false positive for op id ", id, " in bucket ", bucket,

@@ -86,6 +86,12 @@ struct partition_options {
   durability mode = durability::batch;
   /// Per-bucket FBF; `start` is ignored (now_fbf() used).
   fbf_config fbf = tallyd_fbf_config();
+  /// At most this many buckets have an FBF at once (0: no bound; tallyd:
+  /// from --fbf-memory-mb). Using one more evicts the least recently used
+  /// bucket's filter; for op_id_keep_us() after that, every id of the
+  /// evicted bucket is checked exactly in `opids`, so eviction never
+  /// admits a duplicate (issue 17: FBF memory per node).
+  std::size_t max_fbfs = 0;
   /// Bloom clock size: 64 cells, 3 hashes (the paper recommends small k).
   std::uint32_t bloom_cells = 64;
   std::uint32_t bloom_hashes = 3;
@@ -324,6 +330,10 @@ public:
   }
   /// FBF positives the exact check confirmed from the journal.
   std::uint64_t fbf_confirmed() const noexcept { return fbf_confirmed_; }
+  /// Buckets whose FBF was evicted to stay within max_fbfs.
+  std::uint64_t fbf_evictions() const noexcept { return fbf_evictions_; }
+  /// Buckets with an FBF now.
+  std::size_t fbf_count() const noexcept { return fbfs_.size(); }
 
 private:
   struct prepared_tx {
@@ -403,6 +413,12 @@ private:
   std::map<tx_id, prepared_tx> prepared_;
   std::multiset<std::uint64_t> prepare_times_;
   std::map<std::string, forgetful_bloom_filter> fbfs_;
+  // max_fbfs: when each bucket's filter was last used (a counter), and until
+  // when (wall µs) an evicted bucket's ids are checked exactly.
+  std::map<std::string, std::uint64_t> fbf_last_use_;
+  std::uint64_t fbf_uses_ = 0;
+  std::map<std::string, std::uint64_t> fbf_evicted_until_;
+  std::uint64_t fbf_evictions_ = 0;
   std::map<std::pair<std::string, op_id>, in_flight_op> in_flight_;
   std::map<tx_id, pending_prepare> pending_;
   std::vector<tx_id> ready_;

@@ -85,6 +85,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --fbf-retry-timeout-ms MS
                           longest client retry R; (N+1)*t >= R is required
                           (default 5000)
+  --fbf-memory-mb MB      memory for FBFs on this node (default 512; 0 = no
+                          bound): each partition keeps the filters of at
+                          most MB / (partitions x largest filter) buckets;
+                          ids of buckets evicted lately are checked exactly
   --fbf-target-fpp P      FBF adaptive resizing target false-positive
                           probability, in [0, 1); 0 = not adaptive
                           (default 0.001)
@@ -215,6 +219,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
   } else if (key == "fbf-retry-timeout-ms") {
     cfg.fbf_retry_timeout =
       std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "fbf-memory-mb") {
+    cfg.fbf_memory_bytes = parse_uint(key, v, 1u << 24) << 20;
   } else if (key == "fbf-target-fpp") {
     double p = -1.0;
     std::size_t used = 0;
