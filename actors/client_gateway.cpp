@@ -23,9 +23,11 @@ public:
                  std::shared_ptr<open_transactions> txs)
       : sys_(sys), ctx_(std::move(ctx)), txs_(std::move(txs)) {}
 
-  void handle(request req, reply_fn reply) override {
+  void closed(session_id session) override { txs_->forget_session(session); }
+
+  void handle(session_id session, request req, reply_fn reply) override {
     std::visit(
-      [this, &reply](auto& r) {
+      [this, session, &reply](auto& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, admin_req>) {
           run_admin(std::move(r), std::move(reply));
@@ -34,7 +36,7 @@ public:
         } else if constexpr (std::is_same_v<T, static_read_objects_req>) {
           static_read(r, std::move(reply));
         } else if constexpr (std::is_same_v<T, start_transaction_req>) {
-          txs_->start(r, std::move(reply));
+          txs_->start(session, r, std::move(reply));
         } else if constexpr (std::is_same_v<T, read_objects_req>) {
           txs_->read(r, std::move(reply));
         } else if constexpr (std::is_same_v<T, update_objects_req>) {

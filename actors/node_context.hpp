@@ -37,6 +37,8 @@ struct node_limits {
   std::chrono::milliseconds request_read_timeout{10000};
   /// Updates one interactive transaction may buffer.
   std::size_t max_tx_updates = 100000;
+  /// Interactive transactions one connection may hold open at once.
+  std::size_t max_tx_per_session = 128;
   /// An interactive transaction idle this long is aborted.
   std::chrono::milliseconds tx_idle_timeout{30000};
   /// How long a coordinator waits for a partition (a read may wait for a

@@ -19,6 +19,7 @@ struct open_transactions::open_tx {
   std::map<std::uint32_t, std::vector<tx_update>> writes; // by partition
   std::map<object_key, std::vector<crdt_effect>> own;
   std::size_t updates = 0; // buffered, for --max-tx-updates
+  std::uint64_t session = 0; // the connection that started it
   bool committing = false;
   std::chrono::steady_clock::time_point last_used;
 };
@@ -35,13 +36,15 @@ std::size_t open_transactions::size() const {
   return open_.size();
 }
 
-void open_transactions::start(const start_transaction_req& req, reply_fn reply) {
+void open_transactions::start(std::uint64_t session, const start_transaction_req& req,
+                              reply_fn reply) {
   auto snap = snapshot_for(*ctx_, req);
   if (!snap)
     return reply(error_resp{snap.err()});
   auto tx = std::make_shared<open_tx>();
   tx->snapshot = *snap;
   tx->last_used = std::chrono::steady_clock::now();
+  tx->session = session;
   {
     std::lock_guard<std::mutex> g{mu_};
     if (open_.size() >= ctx_->limits.max_open_transactions)
@@ -49,6 +52,14 @@ void open_transactions::start(const start_transaction_req& req, reply_fn reply) 
         errc::unavailable, "too many open transactions (limit "
                              + std::to_string(ctx_->limits.max_open_transactions)
                              + "): commit or abort some first")});
+    auto& mine = per_session_[session];
+    if (mine >= ctx_->limits.max_tx_per_session)
+      return reply(error_resp{make_error(
+        errc::unavailable, "this connection has " + std::to_string(mine)
+                             + " open transactions, its limit (--max-tx-per-connection "
+                             + std::to_string(ctx_->limits.max_tx_per_session)
+                             + "): commit or abort some first")});
+    ++mine;
     // Random, never 0, never taken: unguessable from another descriptor.
     std::uint64_t seq = 0;
     do
@@ -86,7 +97,32 @@ open_transactions::find(const std::string& descriptor) {
 
 void open_transactions::forget(std::uint64_t seq) {
   std::lock_guard<std::mutex> g{mu_};
-  open_.erase(seq);
+  auto i = open_.find(seq);
+  if (i == open_.end())
+    return;
+  release_session(i->second->session);
+  open_.erase(i);
+}
+
+void open_transactions::release_session(std::uint64_t session) {
+  auto s = per_session_.find(session);
+  if (s != per_session_.end() && --s->second == 0)
+    per_session_.erase(s);
+}
+
+void open_transactions::forget_session(std::uint64_t session) {
+  std::lock_guard<std::mutex> g{mu_};
+  if (per_session_.count(session) == 0)
+    return;
+  for (auto i = open_.begin(); i != open_.end();) {
+    std::lock_guard<std::mutex> lock{i->second->mu};
+    if (i->second->session == session && !i->second->committing) {
+      release_session(session);
+      i = open_.erase(i);
+    } else {
+      ++i;
+    }
+  }
 }
 
 void open_transactions::read(const read_objects_req& req, reply_fn reply) {
@@ -201,6 +237,7 @@ std::size_t open_transactions::expire(std::chrono::steady_clock::time_point now)
       std::lock_guard<std::mutex> lock{t.mu};
       if (!t.committing && now - t.last_used > ctx_->limits.tx_idle_timeout) {
         gone.push_back(t.id);
+        release_session(t.session);
         i = open_.erase(i);
       } else {
         ++i;

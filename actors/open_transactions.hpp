@@ -44,7 +44,9 @@ class open_transactions {
 public:
   open_transactions(caf::actor_system& sys, std::shared_ptr<const node_context> ctx);
 
-  void start(const start_transaction_req& req, reply_fn reply);
+  /// `session`: the client connection; it may hold at most
+  /// node_limits::max_tx_per_session open transactions.
+  void start(std::uint64_t session, const start_transaction_req& req, reply_fn reply);
   void read(const read_objects_req& req, reply_fn reply);
   void update(const update_objects_req& req, reply_fn reply);
   void commit(const commit_transaction_req& req, reply_fn reply);
@@ -53,17 +55,23 @@ public:
   /// Aborts every transaction idle since before now - tx_idle_timeout (and
   /// not committing); returns how many.
   std::size_t expire(std::chrono::steady_clock::time_point now);
+  /// Aborts every open transaction started by `session` (its connection
+  /// closed: nobody can commit them any more).
+  void forget_session(std::uint64_t session);
   std::size_t size() const;
 
 private:
   struct open_tx;
   expected<std::shared_ptr<open_tx>> find(const std::string& descriptor);
   void forget(std::uint64_t seq);
+  // Under mu_: one open transaction of `session` fewer.
+  void release_session(std::uint64_t session);
 
   caf::actor_system& sys_;
   std::shared_ptr<const node_context> ctx_;
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<open_tx>> open_;
+  std::unordered_map<std::uint64_t, std::size_t> per_session_; // open count
   std::mt19937_64 ids_;
 };
 

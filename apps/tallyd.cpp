@@ -65,6 +65,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           long (default 10000; 0 = never)
   --max-tx-updates N      updates one interactive transaction may buffer
                           (default 100000)
+  --max-tx-per-connection N
+                          interactive transactions one connection may hold
+                          open (default 128); a closed connection's open
+                          transactions are aborted
   --max-clock-skew-ms MS  refuse a client clock further ahead of this node's
                           clock (default 5000; 0 = no check)
   --map-size BYTES        each partition's LMDB map size (default 1073741824);
@@ -181,6 +185,10 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "request-read-timeout-ms") {
     cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "max-tx-per-connection") {
+    cfg.limits.max_tx_per_session = parse_uint(key, v, 1u << 30);
+    if (cfg.limits.max_tx_per_session == 0)
+      throw bad_flag{"--max-tx-per-connection must be positive"};
   } else if (key == "max-tx-updates") {
     cfg.limits.max_tx_updates = parse_uint(key, v, 1u << 30);
     if (cfg.limits.max_tx_updates == 0)

@@ -87,7 +87,10 @@ public:
         std::shared_ptr<partial_frame_budget> budget)
       : index_(index), opts_(opts), handler_(std::move(handler)),
         live_(std::move(live)), budget_(std::move(budget)),
-        inbox_(std::make_shared<inbox>()) {}
+        inbox_(std::make_shared<inbox>()),
+        // Connection ids are the node's session ids: the shard's index in
+        // the top byte keeps them unique across shards.
+        next_id_((static_cast<std::uint64_t>(index) << 56) + listen_tag + 1) {}
 
   ~shard() {
     for (auto& [id, c] : conns_)
@@ -307,7 +310,7 @@ private:
       auto in = inbox_;
       auto id = c.id;
       auto slot = d->slot;
-      handler_->handle(std::move(d->req), [in, self = this, id, slot](response r) {
+      handler_->handle(id, std::move(d->req), [in, self = this, id, slot](response r) {
         auto seen = session_floor::clock_of(r);
         in->post([self, id, slot, bytes = reply_bytes(r), seen]() mutable {
           self->complete(id, slot, std::move(bytes), seen);
@@ -378,6 +381,7 @@ private:
   }
 
   void close_conn(conn& c) {
+    handler_->closed(c.id);
     ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     --*live_;
@@ -394,7 +398,7 @@ private:
   int listen_fd_ = -1;
   std::vector<shard*> peers_;
   std::size_t next_peer_ = 0;
-  std::uint64_t next_id_ = listen_tag + 1;
+  std::uint64_t next_id_;
   std::unordered_map<std::uint64_t, std::unique_ptr<conn>> conns_;
   std::vector<std::uint64_t> dirty_;
   bool running_ = true;

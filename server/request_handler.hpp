@@ -3,6 +3,7 @@
 // No CAF here: the server is plain C++ with its own threads.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include "protocol/messages.hpp"
@@ -13,15 +14,23 @@ namespace tally {
 /// thread (a partition's, a coordinator's, or the server's own).
 using reply_fn = std::function<void(response)>;
 
+/// A client connection, as the node sees it: unique among the node's
+/// connections for the server's lifetime.
+using session_id = std::uint64_t;
+
 /// What a node does with a client's decoded request.
 class request_handler {
 public:
   virtual ~request_handler() = default;
-  /// Called on a server thread for every decoded request, in the order the
-  /// connection sent them. Must not block: it hands the work on and
-  /// returns; `reply` answers later (or at once). Replies may come in any
-  /// order; the server writes them back in request order.
-  virtual void handle(request req, reply_fn reply) = 0;
+  /// Called on a server thread for every decoded request of connection
+  /// `session`, in the order the connection sent them. Must not block: it
+  /// hands the work on and returns; `reply` answers later (or at once).
+  /// Replies may come in any order; the server writes them back in request
+  /// order.
+  virtual void handle(session_id session, request req, reply_fn reply) = 0;
+  /// Called on a server thread once connection `session` is closed (what
+  /// it left open, such as interactive transactions, can go).
+  virtual void closed(session_id session) = 0;
 };
 
 } // namespace tally

@@ -71,7 +71,7 @@ struct fixture {
   // The client server's path: the gateway, then every actor it reached.
   response ask_gateway(request req) {
     std::optional<response> out;
-    gateway.handler->handle(std::move(req), [&](response r) { out = std::move(r); });
+    gateway.handler->handle(1, std::move(req), [&](response r) { out = std::move(r); });
     sched.run();
     BOOST_REQUIRE_MESSAGE(out, "no reply after the scheduler ran dry");
     return *out;

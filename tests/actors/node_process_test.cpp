@@ -596,6 +596,62 @@ BOOST_AUTO_TEST_CASE(idle_transaction_is_aborted_and_open_transactions_are_limit
   BOOST_TEST(read_values(c, {"idle"})[0] == 0);
 }
 
+// One connection cannot fill the node's table of open transactions, and a
+// connection that goes away takes its open transactions with it.
+BOOST_AUTO_TEST_CASE(open_transactions_are_limited_per_connection_and_freed_at_close) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start({"--max-tx-per-connection", "2", "--max-transactions", "3"}));
+  std::string orphan;
+  {
+    conn greedy{s.port};
+    BOOST_TEST(std::get<start_transaction_resp>(greedy.call(start_transaction_req{})).success);
+    auto second = std::get<start_transaction_resp>(greedy.call(start_transaction_req{}));
+    BOOST_TEST(second.success);
+    orphan = second.transaction_descriptor;
+    auto third = greedy.call(start_transaction_req{});
+    BOOST_REQUIRE(std::holds_alternative<error_resp>(third));
+    BOOST_TEST(std::get<error_resp>(third).err.message().find("--max-tx-per-connection")
+               != std::string::npos);
+    // Another connection still gets one (3 node-wide).
+    conn other{s.port};
+    BOOST_TEST(std::get<start_transaction_resp>(other.call(start_transaction_req{})).success);
+  } // both connections close: their transactions are aborted
+  conn later{s.port};
+  bool freed = false; // bounded poll: the close is seen by the node soon
+  for (int i = 0; i < 250 && !freed; ++i) {
+    auto r = later.call(commit_transaction_req{orphan});
+    freed = std::holds_alternative<error_resp>(r);
+    if (!freed)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_TEST(freed);
+  for (int i = 0; i < 2; ++i)
+    BOOST_TEST(std::get<start_transaction_resp>(later.call(start_transaction_req{})).success);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// Op-id squatting (issue 17): a client that sends another client's op id
+// first, with a zero increment, cannot make that client's later +50 be
+// acknowledged and dropped: the op id is bound to its operation, so the
+// later one is refused loudly.
+BOOST_AUTO_TEST_CASE(a_squatted_op_id_is_refused_loudly_not_dropped) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start());
+  conn squatter{s.port};
+  conn victim{s.port};
+  auto clock = static_update(squatter, {inc("wallet", 0, op_id{31337, 1})});
+  static_update_objects_req mine;
+  mine.transaction.timestamp = clock;
+  mine.updates = {inc("wallet", 50, op_id{31337, 1})};
+  auto r = victim.call(mine);
+  auto* e = std::get_if<error_resp>(&r);
+  BOOST_REQUIRE_MESSAGE(e, "the victim must learn that its update was not applied");
+  BOOST_TEST(e->err.message().find("conflicting reuse of op id") != std::string::npos);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(connections_above_the_limit_are_closed_at_accept) {
   temp_dir d;
   server s{d.path, "batch"};
