@@ -631,6 +631,36 @@ BOOST_AUTO_TEST_CASE(open_transactions_are_limited_per_connection_and_freed_at_c
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
+// Transaction hijack (issue 17): a descriptor used to be <incarnation,
+// seq> with a sequential seq, so adding 1 to one's own reached the next
+// client's open transaction (the victim expected 10 and read 1,000,010).
+// Now the sequence number is random: forged neighbours name nothing.
+BOOST_AUTO_TEST_CASE(a_forged_neighbour_descriptor_cannot_reach_another_transaction) {
+  temp_dir d;
+  server s{d.path, "none"};
+  BOOST_REQUIRE(s.start());
+  conn attacker{s.port};
+  conn victim{s.port};
+  auto mine = std::get<start_transaction_resp>(attacker.call(start_transaction_req{}));
+  auto theirs = std::get<start_transaction_resp>(victim.call(start_transaction_req{}));
+  BOOST_REQUIRE(mine.success && theirs.success);
+  BOOST_TEST(std::get<operation_resp>(
+               victim.call(update_objects_req{{inc("purse", 10)}, theirs.transaction_descriptor}))
+               .success);
+  auto forged = decode_tx_descriptor(mine.transaction_descriptor);
+  BOOST_REQUIRE(forged);
+  for (std::int64_t step : {-2, -1, 1, 2}) {
+    auto f = *forged;
+    f.tx.seq += static_cast<std::uint64_t>(step);
+    auto r = attacker.call(update_objects_req{{inc("purse", 1000000)}, encode_tx_descriptor(f)});
+    BOOST_TEST(std::holds_alternative<error_resp>(r), "step " << step);
+  }
+  auto c = std::get<commit_resp>(victim.call(commit_transaction_req{theirs.transaction_descriptor}));
+  BOOST_REQUIRE(c.success);
+  BOOST_TEST(read_values(victim, {"purse"}, c.commit_time)[0] == 10);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
 // Op-id squatting (issue 17): a client that sends another client's op id
 // first, with a zero increment, cannot make that client's later +50 be
 // acknowledged and dropped: the op id is bound to its operation, so the
