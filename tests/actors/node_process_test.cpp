@@ -136,42 +136,6 @@ std::string static_update(conn& c, std::vector<update_op> ups,
   return commit_clock(c.call(req));
 }
 
-// Closes a raw socket at scope end.
-struct conn_fd_guard {
-  int fd;
-  ~conn_fd_guard() { ::close(fd); }
-};
-
-// One response read from a raw socket; nullopt when it closed.
-std::optional<response> read_response(int fd) {
-  auto read_n = [fd](std::size_t n) {
-    std::string out;
-    char buf[4096];
-    while (out.size() < n) {
-      auto got = ::read(fd, buf, std::min(sizeof buf, n - out.size()));
-      if (got <= 0)
-        break;
-      out.append(buf, static_cast<std::size_t>(got));
-    }
-    return out;
-  };
-  auto head = read_n(4);
-  if (head.size() < 4)
-    return std::nullopt;
-  std::uint32_t len = (std::uint32_t(std::uint8_t(head[0])) << 24)
-                      | (std::uint32_t(std::uint8_t(head[1])) << 16)
-                      | (std::uint32_t(std::uint8_t(head[2])) << 8)
-                      | std::uint32_t(std::uint8_t(head[3]));
-  auto rest = read_n(len);
-  if (len == 0 || rest.size() < len)
-    return std::nullopt;
-  auto r = decode_response(static_cast<std::uint8_t>(rest[0]),
-                           std::string_view(rest).substr(1));
-  if (!r)
-    return std::nullopt;
-  return *r;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tallyd_process)
@@ -440,19 +404,13 @@ BOOST_AUTO_TEST_CASE(sigterm_under_load_exits_cleanly_and_keeps_every_acknowledg
     std::vector<std::thread> load;
     for (int c = 0; c < clients; ++c)
       load.emplace_back([&, c] {
-        int fd = try_connect(s.port);
-        if (fd < 0)
-          return;
-        conn_fd_guard guard{fd};
-        for (int i = 1; i <= 100000 && go.load(); ++i) {
+        wire_client w{s.port}; // no Boost.Test calls on this thread
+        for (int i = 1; i <= 100000 && go.load() && w.connected(); ++i) {
           static_update_objects_req up;
           up.updates = {inc("load" + std::to_string(c), 1,
                             op_id{std::uint64_t(900 + c), std::uint64_t(i)})};
-          auto bytes = encode_frame(encode_request(up));
           ++sent[std::size_t(c)];
-          if (!bytes || ::send(fd, bytes->data(), bytes->size(), MSG_NOSIGNAL) <= 0)
-            return;
-          auto r = read_response(fd);
+          auto r = w.call(up);
           if (!r)
             return; // the node went away: this one's outcome is unknown
           if (auto* cr = std::get_if<commit_resp>(&*r); cr && cr->success)
