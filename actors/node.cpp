@@ -340,6 +340,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   timers.fbf_tick = fbf_tick_of(fbf_of(cfg));
   timers.checkpoint_interval = cfg.checkpoint_interval;
   timers.read_timeout = cfg.limits.request_timeout;
+  timers.max_parked_reads = cfg.limits.max_parked_reads;
   if (cfg.mode == durability::periodic)
     timers.sync_interval = cfg.periodic_sync;
   std::vector<caf::actor> local(cfg.partitions);

@@ -37,6 +37,8 @@ struct node_limits {
   std::chrono::milliseconds request_read_timeout{10000};
   /// Updates one interactive transaction may buffer.
   std::size_t max_tx_updates = 100000;
+  /// Reads one partition holds waiting for their snapshot.
+  std::size_t max_parked_reads = 10000;
   /// Interactive transactions one connection may hold open at once.
   std::size_t max_tx_per_session = 128;
   /// An interactive transaction idle this long is aborted.

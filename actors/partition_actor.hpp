@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -53,6 +54,9 @@ struct partition_timers {
   /// A read parked longer than this (its snapshot not reached) gets a
   /// timeout error at the next tick; 0: never (the requester's timer only).
   std::chrono::milliseconds read_timeout{0};
+  /// Not a period but its companion bound: reads parked at once; one more
+  /// gets errc::unavailable at once (0: no bound).
+  std::size_t max_parked_reads = 0;
   /// The longest tick: bounds how long a pending tick delays shutdown.
   static constexpr std::chrono::milliseconds max_tick{1000};
   /// The tick period: the smallest non-zero setting, capped at max_tick;

@@ -65,6 +65,8 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           long (default 10000; 0 = never)
   --max-tx-updates N      updates one interactive transaction may buffer
                           (default 100000)
+  --max-parked-reads N    reads one partition holds waiting for their
+                          snapshot; one more gets an error (default 10000)
   --max-tx-per-connection N
                           interactive transactions one connection may hold
                           open (default 128); a closed connection's open
@@ -185,6 +187,10 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "request-read-timeout-ms") {
     cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "max-parked-reads") {
+    cfg.limits.max_parked_reads = parse_uint(key, v, 1u << 30);
+    if (cfg.limits.max_parked_reads == 0)
+      throw bad_flag{"--max-parked-reads must be positive"};
   } else if (key == "max-tx-per-connection") {
     cfg.limits.max_tx_per_session = parse_uint(key, v, 1u << 30);
     if (cfg.limits.max_tx_per_session == 0)
