@@ -98,10 +98,9 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --fbf-target-fpp P      FBF adaptive resizing target false-positive
                           probability, in [0, 1); 0 = not adaptive
                           (default 0.001)
-  --partition-threads T   auto (default) | detached | scheduler; auto:
-                          detached (a thread each) with durability batch
-                          or full, whose flushes fsync; the scheduler's
-                          threads with periodic or none
+  --partition-threads T   detached (default: a thread each) | scheduler
+                          (the scheduler's two threads: more peak
+                          throughput, worse tail latency; docs/NODE.md)
   --scheduler-policy P    stealing (default) | sharing
   --log-level LEVEL       debug | info | warn | error (default info)
   --config FILE           key=value lines with the option names above
@@ -248,14 +247,12 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
                      + "'"};
     cfg.fbf_target_fpp = p;
   } else if (key == "partition-threads") {
-    if (v == "auto")
-      cfg.detached_partitions.reset();
-    else if (v == "detached")
+    if (v == "detached")
       cfg.detached_partitions = true;
     else if (v == "scheduler")
       cfg.detached_partitions = false;
     else
-      throw bad_flag{"--partition-threads is auto, detached or scheduler"};
+      throw bad_flag{"--partition-threads is detached or scheduler"};
   } else if (key == "scheduler-policy") {
     if (v != "sharing" && v != "stealing")
       throw bad_flag{"--scheduler-policy is sharing or stealing"};
