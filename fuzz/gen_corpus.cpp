@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_store.hpp"
+#include "journal/journal.cpp" // encode_checkpoint_state() has internal linkage
 #include "crdt/crdt_object.hpp"
 #include "journal/codec.hpp"
 #include "protocol/descriptor.hpp"
@@ -151,6 +152,17 @@ int main(int argc, char** argv) {
     (void)f.apply(counter_effect{3});
     put("fuzz_checkpoint", "fatcounter",
         encode_checkpoint_entry(checkpoint_entry{object_version{f, vector_clock{{1, 1}}}, 1}));
+  }
+
+  // ---- journal meta "checkpoint" ---------------------------------------
+  {
+    checkpoint_state s;
+    s.sequence = 3;
+    s.time = vector_clock{{1, 40}, {2, 12}};
+    s.max_commit_time = vector_clock{{1, 45}, {2, 12}};
+    s.last_bloom_timestamp = "bloom";
+    put("fuzz_checkpoint_meta", "state", encode_checkpoint_state(s));
+    put("fuzz_checkpoint_meta", "state_empty", encode_checkpoint_state(checkpoint_state{}));
   }
   return 0;
 }

@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(fuzz_frame fuzz_request fuzz_response fuzz_descriptor fuzz_journal fuzz_checkpoint)
+all_targets=(fuzz_frame fuzz_request fuzz_response fuzz_descriptor fuzz_journal fuzz_checkpoint fuzz_checkpoint_meta)
 long=0; gen=0; targets=()
 for a in "$@"; do
   case "$a" in
@@ -50,6 +50,7 @@ for t in "${targets[@]}"; do
   cp -r "fuzz/corpus/$t" "$work/corpus"
   crashes="build-fuzz/crashes/$t"
   mkdir -p "$crashes"
+  before=$(find "$crashes" -type f | wc -l)
   if [ "$long" = 1 ]; then
     limit=(-runs="$long_runs")
   else
@@ -63,7 +64,7 @@ for t in "${targets[@]}"; do
   took=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  ncrash=$(find "$crashes" -type f | wc -l)
+  ncrash=$(( $(find "$crashes" -type f | wc -l) - before ))
   printf '%-16s executions %-10s exec/s %-8s seconds %-5s crashes %s\n' \
     "$t" "${execs:-?}" "${rate:-?}" "$took" "$ncrash"
   if [ "$rc" != 0 ] || [ "$ncrash" != 0 ]; then
