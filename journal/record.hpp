@@ -123,12 +123,36 @@ void crdt_type_as_wire(Archive& ar, crdt_type& t, const char* where) {
   }
 }
 
+// cereal's std::optional layout (a bool "nullopt", then the value), with
+// the flag read as a byte and checked: cereal loads it straight into a bool,
+// and a stored byte other than 0 or 1 is then undefined behaviour (found by
+// fuzz/fuzz_journal.cpp).
+template <class Archive, class T>
+void optional_as_wire(Archive& ar, std::optional<T>& o, const char* where) {
+  std::uint8_t absent = o ? 0 : 1;
+  ar(absent);
+  if constexpr (Archive::is_loading::value) {
+    if (absent > 1)
+      throw cereal::Exception("bad optional flag " + std::to_string(absent)
+                              + " in " + where);
+    if (absent) {
+      o.reset();
+      return;
+    }
+    o.emplace();
+  } else if (absent) {
+    return;
+  }
+  ar(*o);
+}
+
 template <class Archive>
 void serialize(Archive& ar, update_record& r, std::uint32_t const version) {
   detail::check_record_version(version, "update");
   ar(r.tx, r.key);
   crdt_type_as_wire(ar, r.type, "an update record");
-  ar(r.effect, r.op);
+  ar(r.effect);
+  optional_as_wire(ar, r.op, "an update record");
 }
 
 template <class Archive>

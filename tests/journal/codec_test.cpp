@@ -91,6 +91,29 @@ BOOST_AUTO_TEST_CASE(any_flipped_bit_makes_a_record_corrupt) {
   }
 }
 
+// Found by fuzz/fuzz_journal.cpp: cereal loaded the op id's "absent" flag
+// straight into a bool, so a byte other than 0 or 1 under a valid checksum
+// was undefined behaviour (UBSan: "load of value 169 ... type 'bool'").
+BOOST_AUTO_TEST_CASE(an_op_id_flag_other_than_0_or_1_is_corrupt) {
+  auto bytes = encode_record(update(tx_id{1, 2}, object_key{"b", "k"}, 5));
+  std::string payload = bytes.substr(frame_header_size);
+  BOOST_REQUIRE_EQUAL(static_cast<int>(payload.back()), 1); // absent
+  for (int flag : {2, 169, 255}) {
+    payload.back() = static_cast<char>(flag);
+    std::string reframed;
+    append_frame(reframed, record_frame_version, payload);
+    auto back = decode_record(reframed);
+    BOOST_REQUIRE(!back.has_value());
+    BOOST_TEST(back.err().code() == errc::corrupt);
+  }
+  // The flag values written before keep decoding.
+  auto with_op = encode_record(update(tx_id{1, 2}, object_key{"b", "k"}, 5, op_id{3, 4}));
+  auto back = decode_record(with_op);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST((std::get<update_record>(*back).op == op_id{3, 4}));
+  BOOST_TEST(decode_record(bytes).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(truncated_or_extended_records_are_corrupt) {
   auto bytes = encode_record(commit(tx_id{1, 2}, 42));
   for (std::size_t len = 0; len < bytes.size(); ++len)

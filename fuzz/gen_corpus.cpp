@@ -1,0 +1,168 @@
+// Writes the seed corpora of the fuzz targets with the project's own
+// encoders:  fuzz_gen_corpus <out-dir>   (scripts/fuzz.sh --gen-corpus runs it
+// into fuzz/corpus/). One small valid input per file, a few per target.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_store.hpp"
+#include "journal/journal.cpp" // encode_checkpoint_state() has internal linkage
+#include "crdt/crdt_object.hpp"
+#include "journal/codec.hpp"
+#include "protocol/descriptor.hpp"
+#include "protocol/frame.hpp"
+#include "protocol/messages.hpp"
+
+using namespace tally;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path out_root;
+
+void put(const std::string& target, const std::string& name, const std::string& bytes) {
+  fs::create_directories(out_root / target);
+  std::ofstream f(out_root / target / name, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string with_code(std::uint8_t code, const std::string& body) {
+  return std::string(1, static_cast<char>(code)) + body;
+}
+
+tx_descriptor sample_descriptor() {
+  tx_descriptor d;
+  d.tx = tx_id{0x1234, 7};
+  d.owner = "tally@127.0.0.1:9100";
+  d.owner_incarnation = 1'700'000'000'000'000ull;
+  d.snapshot = vector_clock{{1, 42}, {2, 17}};
+  return d;
+}
+
+bound_object obj(const char* bucket, const char* key) {
+  bound_object o;
+  o.key = object_key{bucket, key};
+  o.type = crdt_type::counter;
+  return o;
+}
+
+update_op inc(const char* key, std::int64_t d, bool with_id) {
+  update_op u;
+  u.object = obj("b", key);
+  counter_op c;
+  c.update.delta = d;
+  if (with_id) c.id = op_id{99, 5};
+  u.op = c;
+  return u;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <out-dir>\n", argv[0]);
+    return 2;
+  }
+  out_root = argv[1];
+  const std::string desc = encode_tx_descriptor(sample_descriptor());
+  const std::string clk = encode_clock(vector_clock{{1, 42}, {2, 17}});
+
+  // ---- requests --------------------------------------------------------
+  std::vector<request> reqs;
+  reqs.push_back(start_transaction_req{});
+  reqs.push_back(start_transaction_req{clk});
+  reqs.push_back(read_objects_req{{obj("b", "x"), obj("b", "y")}, desc});
+  reqs.push_back(update_objects_req{{inc("x", 3, true), inc("y", -2, false)}, desc});
+  reqs.push_back(abort_transaction_req{desc});
+  reqs.push_back(commit_transaction_req{desc});
+  reqs.push_back(static_update_objects_req{start_transaction_req{clk}, {inc("x", 1, true)}});
+  reqs.push_back(static_read_objects_req{start_transaction_req{}, {obj("b", "x")}});
+  std::string stream;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    frame f = encode_request(reqs[i]);
+    put("fuzz_request", "req" + std::to_string(i), with_code(f.code, f.body));
+    auto wire = encode_frame(f);
+    if (wire) {
+      stream += wire.value();
+      put("fuzz_frame", "frame" + std::to_string(i), std::string(1, '\x02') + wire.value());
+    }
+  }
+  put("fuzz_frame", "stream", std::string(1, '\x00') + stream);
+
+  // ---- responses -------------------------------------------------------
+  std::vector<response> resps;
+  resps.push_back(operation_resp{});
+  resps.push_back(operation_resp::failure(errc::aborted));
+  resps.push_back(start_transaction_resp{true, desc, 0});
+  {
+    auto o = *crdt_object::make(crdt_type::counter);
+    (void)o.apply(counter_effect{5});
+    read_objects_resp r;
+    r.values.push_back(o.value());
+    resps.push_back(r);
+    resps.push_back(static_read_objects_resp{r, commit_resp{true, clk, 0}});
+  }
+  resps.push_back(commit_resp{true, clk, 0});
+  for (std::size_t i = 0; i < resps.size(); ++i) {
+    frame f = encode_response(resps[i]);
+    put("fuzz_response", "resp" + std::to_string(i), with_code(f.code, f.body));
+  }
+
+  // ---- descriptors and clocks -----------------------------------------
+  put("fuzz_descriptor", "descriptor", desc);
+  put("fuzz_descriptor", "clock", clk);
+  put("fuzz_descriptor", "vector_clock", vector_clock{{1, 42}, {2, 17}}.encode());
+  put("fuzz_descriptor", "vector_clock_empty", vector_clock{}.encode());
+
+  // ---- journal ---------------------------------------------------------
+  {
+    update_record u;
+    u.tx = tx_id{1, 2};
+    u.key = object_key{"b", "k"};
+    u.effect = counter_effect{-5};
+    u.op = op_id{3, 4};
+    put("fuzz_journal", "rec_update", with_code(0, encode_record(journal_record{u})));
+    put("fuzz_journal", "rec_prepare", with_code(0, encode_record(journal_record{prepare_record{tx_id{1, 2}, 77}})));
+    commit_record c;
+    c.tx = tx_id{1, 2};
+    c.commit_time = vector_clock{{1, 80}};
+    c.bloom_timestamp = "bloom";
+    c.wall_time_us = 123456;
+    put("fuzz_journal", "rec_commit", with_code(0, encode_record(journal_record{c})));
+    put("fuzz_journal", "rec_abort", with_code(0, encode_record(journal_record{abort_record{tx_id{1, 2}}})));
+    put("fuzz_journal", "lsn_key", with_code(1, encode_u64(42)));
+    auto key = encode_object_key(object_key{"bucket", "key"});
+    if (key) put("fuzz_journal", "object_key", with_code(2, key.value()));
+    put("fuzz_journal", "index_value", with_code(3, encode_index_value(index_value{10, 7})));
+    put("fuzz_journal", "op_entry", with_code(4, encode_op_entry(op_entry{10, 0xabcdefull})));
+    put("fuzz_journal", "op_entry_old", with_code(4, encode_op_entry(op_entry{10, std::nullopt})));
+    put("fuzz_journal", "u64", with_code(5, encode_u64(1234567)));
+  }
+
+  // ---- checkpoint ------------------------------------------------------
+  {
+    auto o = *crdt_object::make(crdt_type::counter);
+    (void)o.apply(counter_effect{-77});
+    put("fuzz_checkpoint", "counter",
+        encode_checkpoint_entry(checkpoint_entry{object_version{o, vector_clock{{1, 5}, {2, 9}}}, 42}));
+    auto f = *crdt_object::make(crdt_type::fatcounter);
+    (void)f.apply(counter_effect{3});
+    put("fuzz_checkpoint", "fatcounter",
+        encode_checkpoint_entry(checkpoint_entry{object_version{f, vector_clock{{1, 1}}}, 1}));
+  }
+
+  // ---- journal meta "checkpoint" ---------------------------------------
+  {
+    checkpoint_state s;
+    s.sequence = 3;
+    s.time = vector_clock{{1, 40}, {2, 12}};
+    s.max_commit_time = vector_clock{{1, 45}, {2, 12}};
+    s.last_bloom_timestamp = "bloom";
+    put("fuzz_checkpoint_meta", "state", encode_checkpoint_state(s));
+    put("fuzz_checkpoint_meta", "state_empty", encode_checkpoint_state(checkpoint_state{}));
+  }
+  return 0;
+}
