@@ -210,6 +210,13 @@ expected<object_key> decode_object_key(std::string_view bytes) {
     return make_error(errc::corrupt, "object key: bucket length "
                                        + std::to_string(blen)
                                        + " exceeds the stored bytes");
+  // encode_object_key() never writes more (found by fuzz_journal: the
+  // decoder used to accept what the encoder refuses).
+  if (bytes.size() - 2 > max_object_key_bytes)
+    return make_error(errc::corrupt, "object key of " + std::to_string(bytes.size() - 2)
+                                       + " bytes, more than the "
+                                       + std::to_string(max_object_key_bytes)
+                                       + " an encoder writes");
   object_key k;
   k.bucket.assign(bytes.data() + 2, blen);
   k.key.assign(bytes.data() + 2 + blen, bytes.size() - 2 - blen);
