@@ -27,42 +27,36 @@ using expire_atom = caf::atom_constant<caf::atom("p_expire")>;
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
 
-// A write answered after the flush that makes it durable: through its
-// promise, or `fn` for a part_prepare_call.
-struct waiting_write {
+// Where an answer goes: the request's promise (request() from another
+// actor, encoded as wire bytes), or the function of a part_*_call from the
+// client server.
+template <class Resp>
+struct reply_to {
   caf::response_promise rp;
-  bool is_ack = false; // part_ack, else part_time_resp
-  part_time_resp time;
-  std::function<void(part_time_resp)> fn;
-  std::function<void(part_ack)> ack_fn; // a part_commit_call's
+  std::function<void(Resp)> fn;
 
-  void answer(std::optional<error> err) {
-    if (is_ack) {
-      if (ack_fn)
-        ack_fn(part_ack{std::move(err)});
-      else
-        rp.deliver(encode_wire(part_ack{std::move(err)}));
-      return;
-    }
-    part_time_resp r = err ? part_time_resp{std::move(err), 0, 0} : time;
+  void operator()(Resp r) {
     if (fn)
       fn(std::move(r));
     else
       rp.deliver(encode_wire(r));
   }
 };
+using prepare_reply = reply_to<part_time_resp>;
 
-// Where a prepare's answer goes: its promise, or a part_prepare_call's
-// function.
-struct prepare_reply {
-  caf::response_promise rp;
-  std::function<void(part_time_resp)> fn;
+// A write answered after the flush that makes it durable: a prepare (or
+// one-step commit) with its time, or a commit with an ack.
+struct waiting_write {
+  bool is_ack = false;
+  part_time_resp time;       // a prepare's answer when the flush succeeds
+  prepare_reply prepared;    // !is_ack
+  reply_to<part_ack> acked;  // is_ack
 
-  void operator()(part_time_resp r) {
-    if (fn)
-      fn(std::move(r));
+  void answer(std::optional<error> err) {
+    if (is_ack)
+      acked(part_ack{std::move(err)});
     else
-      rp.deliver(encode_wire(r));
+      prepared(err ? part_time_resp{std::move(err), 0, 0} : time);
   }
 };
 
@@ -76,16 +70,8 @@ struct parked_prepare {
 // A read parked until the safe time reaches its snapshot.
 struct waiting_read {
   part_read_req req;
-  caf::response_promise rp;
-  std::function<void(part_read_resp)> fn; // a part_read_call's
+  reply_to<part_read_resp> answer;
   std::chrono::steady_clock::time_point since;
-
-  void answer(part_read_resp r) {
-    if (fn)
-      fn(std::move(r));
-    else
-      rp.deliver(encode_wire(r));
-  }
 };
 
 // A request held while the partition is handed off (docs/CLUSTER.md,
@@ -207,9 +193,8 @@ void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
       return reply(part_time_resp{c.err(), 0, 0});
   }
   st.writes.push_back(
-    {std::move(reply.rp), false,
-     part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
-     std::move(reply.fn), {}});
+    {false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
+     std::move(reply), {}});
   publish(self);
   schedule_flush(self);
 }
@@ -331,10 +316,10 @@ void close_if_drained(partition_self self) {
       || (st.core->prepared_count() != 0 && !past_deadline))
     return;
   for (auto& r : st.reads) {
-    if (r.fn)
-      via_mailbox(self, std::move(r.req), std::move(r.fn));
+    if (r.answer.fn)
+      via_mailbox(self, std::move(r.req), std::move(r.answer.fn));
     else
-      defer(self, part_read_atom::value, encode_wire(r.req), r.rp);
+      defer(self, part_read_atom::value, encode_wire(r.req), r.answer.rp);
   }
   st.reads.clear();
   for (auto& [tx, p] : st.parked)
@@ -550,7 +535,7 @@ caf::behavior partition_fn(partition_self self,
       if (auto full = parked_reads_full(self))
         return encode_wire(part_read_resp{*full, {}});
       auto rp = self->make_response_promise();
-      st.reads.push_back({std::move(*req), rp, {}, std::chrono::steady_clock::now()});
+      st.reads.push_back({std::move(*req), {rp, {}}, std::chrono::steady_clock::now()});
       retry_reads(self);
       return rp;
     },
@@ -578,7 +563,7 @@ caf::behavior partition_fn(partition_self self,
       if (!c)
         return encode_wire(part_ack{c.err()});
       auto rp = self->make_response_promise();
-      st.writes.push_back({rp, true, {}, {}, {}});
+      st.writes.push_back({true, {}, {}, {rp, {}}});
       schedule_flush(self);
       return rp;
     },
@@ -641,7 +626,7 @@ caf::behavior partition_fn(partition_self self,
         return call.reply(serve(*st.core, call.req));
       if (auto full = parked_reads_full(self))
         return call.reply(part_read_resp{*full, {}});
-      st.reads.push_back({std::move(call.req), {}, std::move(call.reply),
+      st.reads.push_back({std::move(call.req), {{}, std::move(call.reply)},
                           std::chrono::steady_clock::now()});
       retry_reads(self);
     },
@@ -664,7 +649,7 @@ caf::behavior partition_fn(partition_self self,
       auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
       if (!c)
         return call.reply(part_ack{c.err()});
-      st.writes.push_back({{}, true, {}, {}, std::move(call.reply)});
+      st.writes.push_back({true, {}, {}, {{}, std::move(call.reply)}});
       schedule_flush(self);
     },
     [self](flush_atom) {
