@@ -129,6 +129,16 @@ std::uint64_t parse_uint(const std::string& key, const std::string& v,
   return n;
 }
 
+// parse_uint for settings where 0 means nothing sensible (a limit of zero
+// requests, threads, ...).
+std::uint64_t parse_positive(const std::string& key, const std::string& v,
+                             std::uint64_t max) {
+  auto n = parse_uint(key, v, max);
+  if (n == 0)
+    throw bad_flag{"--" + key + " must be positive"};
+  return n;
+}
+
 void apply(node_config& cfg, const std::string& key, const std::string& v) {
   if (key == "data-dir") {
     if (v.empty())
@@ -165,21 +175,15 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       throw bad_flag{"--durability is full, batch, periodic[:MS] or none, got '" + v + "'"};
   } else if (key == "max-frame-size") {
     cfg.limits.max_frame_size =
-      static_cast<std::uint32_t>(parse_uint(key, v, 0xffffffffu));
-    if (cfg.limits.max_frame_size == 0)
-      throw bad_flag{"--max-frame-size must be positive"};
+      static_cast<std::uint32_t>(parse_positive(key, v, 0xffffffffu));
   } else if (key == "max-transactions") {
     cfg.limits.max_open_transactions = parse_uint(key, v, 1u << 30);
   } else if (key == "max-connections") {
     cfg.limits.max_connections = parse_uint(key, v, 1u << 20);
   } else if (key == "max-in-flight") {
-    cfg.limits.max_in_flight = parse_uint(key, v, 1u << 20);
-    if (cfg.limits.max_in_flight == 0)
-      throw bad_flag{"--max-in-flight must be positive"};
+    cfg.limits.max_in_flight = parse_positive(key, v, 1u << 20);
   } else if (key == "max-pending-output") {
-    cfg.limits.max_pending_output = parse_uint(key, v, 1ull << 32);
-    if (cfg.limits.max_pending_output == 0)
-      throw bad_flag{"--max-pending-output must be positive"};
+    cfg.limits.max_pending_output = parse_positive(key, v, 1ull << 32);
   } else if (key == "max-partial-request-bytes") {
     cfg.limits.max_partial_request_bytes = parse_uint(key, v, 1ull << 40);
   } else if (key == "idle-timeout-ms") {
@@ -187,21 +191,13 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
   } else if (key == "request-read-timeout-ms") {
     cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "max-parked-reads") {
-    cfg.limits.max_parked_reads = parse_uint(key, v, 1u << 30);
-    if (cfg.limits.max_parked_reads == 0)
-      throw bad_flag{"--max-parked-reads must be positive"};
+    cfg.limits.max_parked_reads = parse_positive(key, v, 1u << 30);
   } else if (key == "max-tx-per-connection") {
-    cfg.limits.max_tx_per_session = parse_uint(key, v, 1u << 30);
-    if (cfg.limits.max_tx_per_session == 0)
-      throw bad_flag{"--max-tx-per-connection must be positive"};
+    cfg.limits.max_tx_per_session = parse_positive(key, v, 1u << 30);
   } else if (key == "max-tx-updates") {
-    cfg.limits.max_tx_updates = parse_uint(key, v, 1u << 30);
-    if (cfg.limits.max_tx_updates == 0)
-      throw bad_flag{"--max-tx-updates must be positive"};
+    cfg.limits.max_tx_updates = parse_positive(key, v, 1u << 30);
   } else if (key == "io-threads") {
-    cfg.io_threads = parse_uint(key, v, 64);
-    if (cfg.io_threads == 0)
-      throw bad_flag{"--io-threads must be positive"};
+    cfg.io_threads = parse_positive(key, v, 64);
   } else if (key == "max-clock-skew-ms") {
     cfg.limits.requests.max_clock_skew_us =
       parse_uint(key, v, 86400000) * 1000;
@@ -211,9 +207,7 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       throw bad_flag{"--map-size is at least 1048576"};
   } else if (key == "tx-timeout-ms") {
     cfg.limits.tx_idle_timeout =
-      std::chrono::milliseconds(parse_uint(key, v, 86400000));
-    if (cfg.limits.tx_idle_timeout.count() == 0)
-      throw bad_flag{"--tx-timeout-ms must be positive"};
+      std::chrono::milliseconds(parse_positive(key, v, 86400000));
   } else if (key == "request-timeout-ms") {
     cfg.limits.request_timeout =
       std::chrono::milliseconds(parse_uint(key, v, 3600000));
