@@ -1,6 +1,10 @@
 #include "actors/open_transactions.hpp"
 
+#include <cerrno>
+#include <cstdlib>
 #include <map>
+
+#include <sys/random.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +15,22 @@
 #include "protocol/descriptor.hpp"
 
 namespace tally {
+
+namespace {
+
+std::uint64_t random_u64() {
+  std::uint64_t v = 0;
+  for (std::size_t got = 0; got < sizeof v;) {
+    auto n = ::getrandom(reinterpret_cast<char*>(&v) + got, sizeof v - got, 0);
+    if (n > 0)
+      got += static_cast<std::size_t>(n);
+    else if (errno != EINTR)
+      std::abort(); // no entropy source: nothing safe to hand out
+  }
+  return v;
+}
+
+} // namespace
 
 struct open_transactions::open_tx {
   std::mutex mu;
@@ -26,10 +46,7 @@ struct open_transactions::open_tx {
 
 open_transactions::open_transactions(caf::actor_system& sys,
                                      std::shared_ptr<const node_context> ctx)
-    : sys_(sys), ctx_(std::move(ctx)), ids_(std::random_device{}()) {
-  ids_.seed((static_cast<std::uint64_t>(std::random_device{}()) << 32)
-            ^ std::random_device{}());
-}
+    : sys_(sys), ctx_(std::move(ctx)) {}
 
 std::size_t open_transactions::size() const {
   std::lock_guard<std::mutex> g{mu_};
@@ -60,10 +77,12 @@ void open_transactions::start(std::uint64_t session, const start_transaction_req
                              + std::to_string(ctx_->limits.max_tx_per_session)
                              + "): commit or abort some first")});
     ++mine;
-    // Random, never 0, never taken: unguessable from another descriptor.
+    // Random from the kernel's CSPRNG (a seeded mt19937 could be predicted
+    // from a few hundred of one's own descriptors), never 0, never taken:
+    // unguessable from another descriptor.
     std::uint64_t seq = 0;
     do
-      seq = ids_() >> 1; // below the static ids, which count down from 2^64
+      seq = random_u64() >> 1; // below the static ids, which count down from 2^64
     while (seq == 0 || open_.count(seq) != 0);
     tx->id = tx_id{ctx_->incarnation, seq};
     open_.emplace(seq, tx);

@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
@@ -72,7 +71,6 @@ private:
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<open_tx>> open_;
   std::unordered_map<std::uint64_t, std::size_t> per_session_; // open count
-  std::mt19937_64 ids_;
 };
 
 } // namespace tally
