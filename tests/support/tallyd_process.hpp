@@ -28,8 +28,35 @@
 
 namespace tally::test {
 
-inline std::uint16_t free_port() {
+// True when nothing listens on or is bound to 127.0.0.1:`port` right now.
+inline bool port_is_free(std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+/// A port to listen on, chosen at random *below* the kernel's ephemeral
+/// range (/proc/sys/net/ipv4/ip_local_port_range, 32768-60999 by default).
+/// A port the kernel hands out for `bind(0)` comes from that range, and so
+/// may be taken, between the test's choice and tallyd's listen, as the
+/// source port of any outgoing connection on the machine (load clients,
+/// node links): CI saw "Address already in use" that way. Below the range
+/// only another listener can collide, which the bind check and the retry in
+/// server::start cover.
+inline std::uint16_t free_port() {
+  static std::mt19937 pick{std::random_device{}()};
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    auto port = static_cast<std::uint16_t>(
+      std::uniform_int_distribution<int>{20000, 32000}(pick));
+    if (port_is_free(port))
+      return port;
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0); // all taken: let the kernel pick
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -77,8 +104,24 @@ struct server {
   server& operator=(const server&) = delete;
 
   // Starts tallyd; returns false if it does not accept connections after
-  // 500 attempts 10 ms apart.
+  // 500 attempts 10 ms apart. A fresh node (no data dir yet) that exits at
+  // once is started again on other ports, up to 3 times: a port can still
+  // be taken by another listener between free_port() and tallyd's listen.
   bool start(std::vector<std::string> extra = {}) {
+    bool fresh = !std::filesystem::exists(dir);
+    bool chosen = cluster_port != 0;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (start_once(extra))
+        return true;
+      if (!fresh || chosen || pid > 0)
+        return false; // a known node keeps its ports; a hung one is not retried
+      std::filesystem::remove_all(dir);
+      cluster_port = 0;
+    }
+    return false;
+  }
+
+  bool start_once(const std::vector<std::string>& extra) {
     port = free_port();
     // A data dir keeps its node id, and so its cluster port, across
     // restarts: a fresh one gets a free port, a used one its own.
