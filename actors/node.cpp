@@ -402,6 +402,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.requests = cfg.limits.requests;
   so.max_partial_request_bytes = cfg.limits.max_partial_request_bytes;
   so.idle_timeout = cfg.limits.idle_timeout;
+  so.evict_idle_after = cfg.limits.evict_idle_after;
   so.request_read_timeout = cfg.limits.request_read_timeout;
   auto gateway = make_client_gateway(sys, ctx);
   self->actors_.push_back(gateway.sweeper);

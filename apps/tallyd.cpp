@@ -60,6 +60,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           and is closed (default 268435456)
   --idle-timeout-ms MS    close a connection idle this long (default
                           300000; 0 = never)
+  --evict-idle-after-ms MS
+                          at --max-connections, a connection idle this long
+                          without an open transaction is closed to admit a
+                          new one (default 2000; 0 = refuse new ones)
   --request-read-timeout-ms MS
                           close a connection stalled inside a request this
                           long (default 10000; 0 = never)
@@ -188,6 +192,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_partial_request_bytes = parse_uint(key, v, 1ull << 40);
   } else if (key == "idle-timeout-ms") {
     cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "evict-idle-after-ms") {
+    cfg.limits.evict_idle_after = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "request-read-timeout-ms") {
     cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "max-parked-reads") {

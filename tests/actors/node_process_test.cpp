@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -94,6 +95,16 @@ private:
     return out;
   }
 };
+
+// True when the server closed `fd` (end of stream within 1 s); false when
+// the connection is still open (nothing to read, no end of stream).
+bool closed_by_server(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 1000) <= 0)
+    return false;
+  char b;
+  return ::recv(fd, &b, 1, MSG_DONTWAIT) == 0;
+}
 
 bound_object counter(const std::string& k) {
   return bound_object{object_key{"bucket", k}, crdt_type::counter};
@@ -643,7 +654,7 @@ BOOST_AUTO_TEST_CASE(a_squatted_op_id_is_refused_loudly_not_dropped) {
 BOOST_AUTO_TEST_CASE(connections_above_the_limit_are_closed_at_accept) {
   temp_dir d;
   server s{d.path, "batch"};
-  BOOST_REQUIRE(s.start({"--max-connections", "1"}));
+  BOOST_REQUIRE(s.start({"--max-connections", "1", "--evict-idle-after-ms", "0"}));
   // start() probed with a connection that is closed now; poll (bounded)
   // until the node has seen it go, i.e. a connection is served.
   std::unique_ptr<conn> first;
@@ -664,6 +675,80 @@ BOOST_AUTO_TEST_CASE(connections_above_the_limit_are_closed_at_accept) {
   second.send(rd);
   BOOST_TEST(!second.read_frame().has_value());
   BOOST_TEST(read_values(*first, {"c"})[0] == 0); // the first still works
+}
+
+// Issue 17, defect 7: connections that sit idle at the connection limit
+// no longer shut others out until the idle timeout (300 s). A new
+// connection takes the place of one idle for --evict-idle-after-ms; a
+// connection holding an open transaction is never the one closed, nor is a
+// connection idle for less than that.
+BOOST_AUTO_TEST_CASE(at_the_connection_limit_an_idle_connection_makes_room) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  // One I/O thread: every connection is on the shard that makes room.
+  BOOST_REQUIRE(s.start({"--max-connections", "3", "--evict-idle-after-ms", "300",
+                         "--io-threads", "1"}));
+  auto served = [&](conn& c) {
+    static_read_objects_req rd;
+    rd.objects = {counter("c")};
+    c.send(rd);
+    return c.read_frame().has_value();
+  };
+  // The holder: an open interactive transaction with an update in it.
+  std::unique_ptr<conn> holder;
+  for (int i = 0; i < 100 && !holder; ++i) { // until start()'s probe is gone
+    auto c = std::make_unique<conn>(s.port);
+    if (served(*c))
+      holder = std::move(c);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_REQUIRE(holder);
+  auto st = std::get<start_transaction_resp>(holder->call(start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  auto up = holder->call(update_objects_req{{inc("held", 7)}, st.transaction_descriptor});
+  BOOST_REQUIRE(std::get<operation_resp>(up).success);
+  // Two squatters that connect and never send a byte fill the limit.
+  conn idle1{s.port};
+  conn idle2{s.port};
+  // A newcomer is refused while the squatters are young, then admitted in
+  // a squatter's place once one has been idle 300 ms (bounded poll).
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<conn> newcomer;
+  int refused = 0;
+  for (int i = 0; i < 200 && !newcomer; ++i) {
+    auto c = std::make_unique<conn>(s.port);
+    if (served(*c))
+      newcomer = std::move(c);
+    else {
+      ++refused;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  BOOST_REQUIRE(newcomer);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST_MESSAGE("newcomer admitted after " << refused << " refusals");
+  BOOST_TEST(refused > 0); // not before the squatters were idle 300 ms
+  BOOST_TEST((waited >= std::chrono::milliseconds(250)));
+  // The squatter idle longest (the first) was closed, the other not yet.
+  BOOST_TEST(closed_by_server(idle1.fd));
+  BOOST_TEST(!closed_by_server(idle2.fd));
+  // The holder kept its connection and its transaction.
+  auto commit = holder->call(commit_transaction_req{st.transaction_descriptor});
+  auto clock = commit_clock(commit);
+  BOOST_TEST(read_values(*newcomer, {"held"}, clock)[0] == 7);
+  // The other squatter goes next, for a second newcomer.
+  std::unique_ptr<conn> second;
+  for (int i = 0; i < 200 && !second; ++i) {
+    auto c = std::make_unique<conn>(s.port);
+    if (served(*c))
+      second = std::move(c);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE(second);
+  BOOST_TEST(closed_by_server(idle2.fd));
+  BOOST_TEST(served(*holder));
 }
 
 BOOST_AUTO_TEST_CASE(config_file_is_read_and_a_bad_key_in_it_exits_2) {
