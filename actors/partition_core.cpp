@@ -357,8 +357,8 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
       // multi-partition transaction sent at once). Wait-die with a grace
       // period, on (snapshot time, tx_id), one order for every partition:
       // the younger waits for the older as long as needed; the older waits
-      // at most older_wait_us, then fails (errc::aborted, nothing applied;
-      // its client retries). Every cycle has an older-waits edge, so it
+      // at most older_wait_us, then fails (errc::gave_way, nothing applied;
+      // its coordinator retries, see commit_writes). Every cycle has an older-waits edge, so it
       // breaks within that bound. A one-step transaction holds nothing
       // elsewhere: it always waits.
       std::uint64_t die_at = UINT64_MAX;
@@ -520,7 +520,7 @@ expected<prepare_outcome> partition_core::resume_prepare(const tx_id& tx) {
                       "transaction aborted while its prepare waited for "
                       "the outcome of a retried op id");
   if (pp.expired)
-    return make_error(errc::aborted,
+    return make_error(errc::gave_way,
                       "partition " + std::to_string(opts_.index)
                         + ": an op id of this transaction is in flight in a "
                           "younger undecided transaction that did not finish "

@@ -218,13 +218,14 @@ public:
   /// waits as long as needed only for an older transaction, by (snapshot
   /// time, tx_id); for a younger one at most options.older_wait_us
   /// (outcome.wait_bound_us), after which expire_waits() lists it and
-  /// resume_prepare() fails it with errc::aborted, nothing staged (its
-  /// client retries). A one-step prepare holds nothing elsewhere and
-  /// always waits.
+  /// resume_prepare() fails it with errc::gave_way, nothing staged (its
+  /// coordinator retries it: commit_writes). A one-step prepare holds
+  /// nothing elsewhere and always waits.
   /// Transactions whose prepare is ready to be resumed; the list is emptied.
   std::vector<tx_id> take_ready();
   /// Resumes a pending prepare listed by take_ready(). errc::aborted when
   /// its transaction was aborted while it waited (stage_abort);
+  /// errc::gave_way when its wait bound passed (expire_waits);
   /// errc::not_found for a transaction with no pending prepare.
   expected<prepare_outcome> resume_prepare(const tx_id& tx);
   /// Lists the waits whose bound passed (see wait_bound_us) as ready;

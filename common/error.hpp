@@ -39,6 +39,10 @@ enum class errc : std::uint8_t {
   aborted = 10,
   // A request did not complete in its time limit.
   timeout = 11,
+  // A two-phase prepare gave way to a transaction holding one of its op ids
+  // that it may itself be blocking elsewhere (wait-die; nothing was
+  // applied). Its coordinator retries it; clients see it as `aborted`.
+  gave_way = 12,
 };
 
 /// Short stable name of a code, for logs and messages ("overflow").
