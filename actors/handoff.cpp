@@ -1,4 +1,5 @@
 #include "actors/handoff.hpp"
+#include "actors/partition_manifest.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -146,6 +147,9 @@ expected<bool> incoming_partition::finish() {
                                         + ": " + ec.message());
   if (auto st = sync_path((fs::path{root_} / "partitions").string(), true); !st)
     return st.err();
+  // Listed only once whole and in place (partition_manifest.hpp).
+  if (auto st = manifest_add(root_, p_); !st)
+    return st.err();
   return true;
 }
 
@@ -173,6 +177,9 @@ expected<std::size_t> remove_handoff_leftovers(const std::string& root) {
 }
 
 status remove_partition_dir(const std::string& root, std::uint32_t p) {
+  // Unlisted before anything is deleted (partition_manifest.hpp).
+  if (auto st = manifest_remove(root, p); !st)
+    return st;
   auto dir = partition_dir(root, p);
   auto old = dir + ".old";
   std::error_code ec;

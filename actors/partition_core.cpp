@@ -107,7 +107,8 @@ std::uint64_t sub_floor(std::uint64_t a, std::uint64_t b) noexcept {
 expected<std::unique_ptr<partition_core>>
 partition_core::open(partition_options opts) {
   std::error_code ec;
-  std::filesystem::create_directories(opts.path, ec);
+  if (!opts.must_exist) // else a missing folder is an error, not a new partition
+    std::filesystem::create_directories(opts.path, ec);
   if (ec)
     return make_error(errc::io_error, "cannot create partition directory "
                                         + opts.path + ": " + ec.message());
@@ -119,6 +120,7 @@ partition_core::open(partition_options opts) {
   jo.mode = o.mode;
   jo.collect_effects = false; // keys load on demand through the index
   jo.map_size = o.map_size;
+  jo.must_exist = o.must_exist;
   auto opened = journal::open(jo, o.env);
   if (!opened)
     return opened.err();

@@ -116,6 +116,9 @@ struct partition_options {
   std::uint64_t older_wait_us = 200'000;
   /// The LMDB map size (tallyd --map-size).
   std::uint64_t map_size = default_map_size;
+  /// The node's manifest lists this partition: its data file must be there
+  /// and whole, else open() fails (lmdb_options::must_exist).
+  bool must_exist = false;
   /// The journal's I/O seam: nullptr opens LMDB at `path`; tests pass a
   /// fault_env to inject a full map.
   std::shared_ptr<storage_env> env;

@@ -1,7 +1,10 @@
 // tallyd: one Tally node (docs/NODE.md). Serves AntidoteDB's client protocol
 // on --bind:--port from the partitions under --data-dir until SIGTERM or
 // SIGINT, then flushes and exits 0. Exit codes: 0 clean shutdown, 1 start
-// failure (unusable data dir, port in use, recovery error), 2 bad flag.
+// failure (unusable data dir, port in use, recovery error, a partition's
+// data missing or damaged), 2 bad flag, 3 damaged storage found while
+// running (an LMDB assertion on a damaged page, or SIGBUS on a data file cut
+// short; journal/storage_faults.hpp).
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -23,6 +26,7 @@
 
 #include "common/log.hpp"
 #include "actors/node.hpp"
+#include "journal/storage_faults.hpp"
 
 namespace {
 
@@ -352,6 +356,9 @@ int main(int argc, char** argv) {
     std::cout << usage;
     return 0;
   }
+  // A data file cut short under the node: a clear message, not a bare
+  // SIGBUS (journal/storage_faults.hpp).
+  install_storage_fault_handlers();
   // Block SIGTERM/SIGINT before CAF starts its threads, so they inherit the
   // mask and only sigwait() below ever sees the signals.
   sigset_t stop_signals;
