@@ -22,7 +22,7 @@
 
 #include "actors/client_gateway.hpp"
 #include "actors/handoff.hpp"
-#include "actors/partition_manifest.hpp"
+#include "journal/partition_manifest.hpp"
 #include "common/log.hpp"
 #include "actors/membership.hpp"
 #include "actors/partition_actor.hpp"

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "actors/partition_manifest.hpp"
+#include "journal/partition_manifest.hpp"
 #include "journal/lmdb_file_check.hpp"
 #include "journal/storage_faults.hpp"
 #include "ring/partition.hpp"
@@ -91,6 +91,18 @@ struct populated {
 
 std::string data_file(const std::string& dir, std::uint32_t p) {
   return dir + "/partitions/" + std::to_string(p) + "/" + lmdb_data_file;
+}
+
+// Zeroes every page of partition p's data file but the two meta pages.
+void zero_pages_after_the_meta_pages(const std::string& dir, std::uint32_t p) {
+  auto head = check_lmdb_file(dir + "/partitions/" + std::to_string(p), true);
+  BOOST_REQUIRE(head);
+  int fd = ::open(data_file(dir, p).c_str(), O_WRONLY);
+  BOOST_REQUIRE(fd >= 0);
+  std::string zeros(head->needed_bytes() - 2ull * head->page_size, '\0');
+  BOOST_REQUIRE(::pwrite(fd, zeros.data(), zeros.size(), 2 * head->page_size)
+                == static_cast<ssize_t>(zeros.size()));
+  ::close(fd);
 }
 
 } // namespace
@@ -182,24 +194,51 @@ BOOST_AUTO_TEST_CASE(a_truncated_data_file_is_a_refusal_not_a_bus_error) {
 BOOST_AUTO_TEST_CASE(zeroed_pages_stop_the_start_with_the_partition_named) {
   populated base;
   auto dir = base.copy("zeroed");
-  auto file = data_file(dir, 1);
-  auto whole = check_lmdb_file(dir + "/partitions/1", true);
-  BOOST_REQUIRE(whole);
   // Every page after the two meta pages: the trees recovery walks are gone.
-  {
-    int fd = ::open(file.c_str(), O_WRONLY);
-    BOOST_REQUIRE(fd >= 0);
-    std::string zeros(whole->needed_bytes() - 2ull * whole->page_size, '\0');
-    BOOST_REQUIRE(::pwrite(fd, zeros.data(), zeros.size(), 2 * whole->page_size)
-                  == static_cast<ssize_t>(zeros.size()));
-    ::close(fd);
-  }
+  zero_pages_after_the_meta_pages(dir, 1);
   auto r = run_on(dir, base.root.path + "/run");
   // LMDB reports it (exit 1, "cannot start") or asserts (exit 3): either
   // way with the partition's folder named, never a bare SIGABRT.
   BOOST_TEST((r.exit_code == 1 || r.exit_code == storage_damaged_exit_code), r.output);
   BOOST_TEST(has(r.output, "partitions/1"), r.output);
   BOOST_TEST((has(r.output, "corrupt") || has(r.output, "storage damaged")), r.output);
+}
+
+// `tally inspect DATA-DIR` finds, offline, what tallyd refuses; --deep
+// also reads every page, which finds zeroed pages the headers do not show.
+BOOST_AUTO_TEST_CASE(tally_inspect_names_the_damage_offline) {
+  populated base;
+  auto inspect = [&](std::vector<std::string> args) {
+    auto work = base.root.path + "/cli";
+    fs::create_directories(work);
+    args.insert(args.begin(), "inspect");
+    child_process p{TALLY_CLI_PATH, args, work};
+    BOOST_REQUIRE(p.started());
+    run_result r;
+    r.exit_code = p.wait(std::chrono::milliseconds{20000});
+    r.output = slurp(p.out) + slurp(p.err);
+    return r;
+  };
+  auto whole = inspect({"--deep", base.dir()});
+  BOOST_TEST(whole.exit_code == 0, whole.output);
+  BOOST_TEST(has(whole.output, "partition 3: ok"), whole.output);
+  BOOST_TEST(has(whole.output, "entries read"), whole.output);
+  auto emptied = base.copy("emptied");
+  fs::resize_file(data_file(emptied, 2), 0);
+  auto r = inspect({emptied});
+  BOOST_TEST(r.exit_code == 1, r.output);
+  BOOST_TEST(has(r.output, "partition 2: DAMAGED"), r.output);
+  BOOST_TEST(has(r.output, "partition 1: ok"), r.output);
+  auto zeroed = base.copy("zeroed");
+  zero_pages_after_the_meta_pages(zeroed, 1);
+  auto shallow = inspect({zeroed}); // the headers are whole
+  BOOST_TEST(shallow.exit_code == 0, shallow.output);
+  auto deep = inspect({"--deep", zeroed});
+  BOOST_TEST(deep.exit_code == 1, deep.output);
+  BOOST_TEST(has(deep.output, "partition 1: DAMAGED"), deep.output);
+  BOOST_TEST(has(deep.output, "damaged page"), deep.output);
+  auto not_a_dir = inspect({base.root.path + "/nothing"});
+  BOOST_TEST(not_a_dir.exit_code == 2, not_a_dir.output);
 }
 
 BOOST_AUTO_TEST_CASE(a_damaged_manifest_is_a_refusal_naming_its_line) {

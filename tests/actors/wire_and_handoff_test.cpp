@@ -9,7 +9,7 @@
 #include <string>
 
 #include "actors/handoff.hpp"
-#include "actors/partition_manifest.hpp"
+#include "journal/partition_manifest.hpp"
 #include "actors/wire.hpp"
 
 using namespace tally;

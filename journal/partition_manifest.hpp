@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/expected.hpp"
 
@@ -34,6 +35,11 @@ expected<std::optional<std::set<std::uint32_t>>> load_manifest(const std::string
 
 /// Replaces the manifest with `parts`. errc::io_error.
 status save_manifest(const std::string& root, const std::set<std::uint32_t>& parts);
+
+/// The partitions present under <root>/partitions (folders named by a
+/// number below q), ascending.
+expected<std::vector<std::uint32_t>> present_partitions(const std::string& root,
+                                                         std::uint32_t q);
 
 /// Adds / removes one partition (read, change, save; serialized within the
 /// process). A missing manifest counts as empty.

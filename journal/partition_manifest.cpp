@@ -1,5 +1,6 @@
-#include "actors/partition_manifest.hpp"
+#include "journal/partition_manifest.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -40,6 +41,27 @@ status sync_file(const std::string& path, bool directory) {
 }
 
 } // namespace
+
+expected<std::vector<std::uint32_t>> present_partitions(const std::string& root,
+                                                         std::uint32_t q) {
+  std::vector<std::uint32_t> out;
+  std::error_code ec;
+  for (fs::directory_iterator i{fs::path{root} / "partitions", ec}, end;
+       !ec && i != end; i.increment(ec)) {
+    auto name = i->path().filename().string();
+    if (!i->is_directory() || name.empty() || name.size() > 6
+        || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto p = static_cast<std::uint32_t>(std::stoul(name));
+    if (p < q && std::to_string(p) == name)
+      out.push_back(p);
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return make_error(errc::io_error, "cannot list " + root + "/partitions: "
+                                        + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::string manifest_path(const std::string& root) {
   return (fs::path{root} / "partitions" / "MANIFEST").string();
