@@ -100,7 +100,15 @@ status save_ring(const std::string& root, const ring_state& ring) {
   fs::create_directories(fs::path{root} / "cluster", ec);
   if (ec)
     return make_error(errc::io_error, "cannot make " + root + "/cluster: " + ec.message());
-  return write_synced(ring_path(root), ring.encode());
+  auto bytes = ring.encode();
+  {
+    // Unchanged: nothing to write (a restart on a full disk still starts).
+    std::ifstream in{ring_path(root), std::ios::binary};
+    std::ostringstream old;
+    if (in && (old << in.rdbuf()) && old.str() == bytes)
+      return {};
+  }
+  return write_synced(ring_path(root), bytes);
 }
 
 expected<std::optional<ring_state>> load_ring(const std::string& root) {

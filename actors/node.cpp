@@ -220,6 +220,13 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   if (ec)
     return make_error(errc::io_error, "unusable data dir " + cfg.data_dir
                                         + ": " + ec.message());
+  // A full disk does not stop the start (nothing is written unless it
+  // changed): the node serves reads, and writes fail with a clear error
+  // until space returns (docs/NODE.md, "Damaged storage").
+  if (auto space = fs::space(root, ec); !ec && space.available < (std::uintmax_t{1} << 20))
+    log(log_level::warn, "the disk holding ", cfg.data_dir, " has ", space.available,
+        " bytes free: reads are served; writes fail until space is freed, then resume");
+  ec.clear();
   auto lock_path = (root / "LOCK").string();
   self->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (self->lock_fd_ < 0)

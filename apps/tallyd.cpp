@@ -359,6 +359,9 @@ int main(int argc, char** argv) {
   // A data file cut short under the node: a clear message, not a bare
   // SIGBUS (journal/storage_faults.hpp).
   install_storage_fault_handlers();
+  // A file size limit (ulimit -f) then fails the write with EFBIG, which
+  // the partitions treat like a full disk, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Block SIGTERM/SIGINT before CAF starts its threads, so they inherit the
   // mask and only sigwait() below ever sees the signals.
   sigset_t stop_signals;

@@ -58,6 +58,11 @@ error lmdb_error(int rc, std::string_view operation, const std::string& path,
       return make_error(errc::storage_full,
                         where + " (the disk is full; free space, then retry; "
                                 "what is stored stays readable)");
+    case EFBIG:
+    case EDQUOT:
+      return make_error(errc::storage_full,
+                        where + " (a file size limit or disk quota is reached: raise it or "
+                                "free space, then retry; what is stored stays readable)");
     case MDB_TXN_FULL:
       return make_error(errc::storage_full,
                         where + " (one transaction touches too many pages; "

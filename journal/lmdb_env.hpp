@@ -40,7 +40,8 @@ struct lmdb_options {
 
 /// Translates an LMDB (or errno) code `rc` from `operation` on the
 /// environment at `path` (map size `map_size`) into a tally error:
-///   MDB_MAP_FULL, MDB_TXN_FULL, ENOSPC          -> errc::storage_full
+///   MDB_MAP_FULL, MDB_TXN_FULL, ENOSPC, EFBIG (a file size limit),
+///   EDQUOT                                      -> errc::storage_full
 ///   MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID,
 ///   MDB_VERSION_MISMATCH                        -> errc::corrupt
 ///   MDB_READERS_FULL, MDB_DBS_FULL, MDB_MAP_RESIZED, EAGAIN
