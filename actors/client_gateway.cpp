@@ -31,7 +31,7 @@ public:
       [this, session, &reply](auto& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, admin_req>) {
-          run_admin(std::move(r), std::move(reply));
+          run_admin(session, std::move(r), std::move(reply));
         } else if constexpr (std::is_same_v<T, static_update_objects_req>) {
           static_update(r, std::move(reply));
         } else if constexpr (std::is_same_v<T, static_read_objects_req>) {
@@ -89,10 +89,20 @@ private:
 
   // Tally's admin requests (docs/CLUSTER.md, "Admin"): answered by the
   // membership actor, asked by a short-lived actor.
-  void run_admin(admin_req req, reply_fn reply) {
+  void run_admin(session_id session, admin_req req, reply_fn reply) {
     auto fail = [reply](errc code, std::string text) {
       reply(admin_resp::failure(code, std::move(text)));
     };
+    // Anyone who reaches the client port could make the node leave: admin
+    // requests are taken only from the admin socket (issue 18).
+    if (!is_admin_session(session))
+      return fail(errc::invalid_argument,
+                  ctx_->admin_socket.empty()
+                    ? "admin commands are refused on the client port, and this node has no "
+                      "admin socket (tallyd --admin-socket)"
+                    : "admin commands are accepted only on the node's admin socket "
+                        + ctx_->admin_socket + ", not on the client port: tally --admin-socket "
+                        + ctx_->admin_socket + " cluster ...");
     if (!ctx_->membership)
       return fail(errc::unavailable, "this node has no membership actor");
     auto membership = ctx_->membership;

@@ -951,7 +951,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       log(log_level::info, "node ", who, " leaves the cluster");
       changed(self, true);
       return {true, who + " is leaving: its partitions move to the other members, "
-                          "then it stops (watch `tally cluster status`)"};
+                          "then it stops (watch `tally --admin-socket ... cluster status`)"};
     },
     // Does this node hold partition p (serving, closed or unopened)? Asked
     // by a sender whose last handoff message to it went unanswered.

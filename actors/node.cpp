@@ -376,6 +376,19 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   auto ctx = std::make_shared<node_context>();
   ctx->q = cfg.partitions;
   ctx->owner = *id;
+  // Admin requests only on a Unix socket that file permissions guard
+  // (docs/SECURITY.md, "Admin"). The default is in the data dir; a data
+  // dir whose path is too long for a socket gets none, with a warning.
+  if (cfg.admin_socket) {
+    ctx->admin_socket = *cfg.admin_socket;
+  } else {
+    auto path = (root / "admin.sock").string();
+    if (path.size() < 100)
+      ctx->admin_socket = path;
+    else
+      log(log_level::warn, "no admin socket: ", path, " is too long for a Unix socket; "
+                           "give --admin-socket a shorter path to use admin commands");
+  }
   ctx->incarnation = std::max(wall_clock_us(), max_clock + 1);
   ctx->limits = cfg.limits;
   ctx->board = std::make_shared<safe_board>(cfg.partitions);
@@ -447,6 +460,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.idle_timeout = cfg.limits.idle_timeout;
   so.evict_idle_after = cfg.limits.evict_idle_after;
   so.request_read_timeout = cfg.limits.request_read_timeout;
+  so.admin_socket = ctx->admin_socket;
   auto gateway = make_client_gateway(sys, ctx);
   self->actors_.push_back(gateway.sweeper);
   auto server = client_server::start(so, gateway.handler);

@@ -57,6 +57,9 @@ struct node_config {
   std::optional<std::uint16_t> cluster_port;
   /// HOST:PORT of a member's cluster port to join through (first start).
   std::string join;
+  /// The admin socket (--admin-socket): nullopt = <data-dir>/admin.sock;
+  /// "" = none (admin requests are then refused everywhere).
+  std::optional<std::string> admin_socket;
   /// Called from an actor's thread when this node has left the cluster.
   std::function<void()> request_shutdown;
   /// How often each partition checkpoints and truncates its journal

@@ -122,6 +122,7 @@ struct node_context {
   std::uint64_t incarnation = 0; // start time (us): new on every restart
   node_limits limits;
   caf::actor membership;         // answers admin requests (cluster status, leave)
+  std::string admin_socket;      // where admin requests are accepted ("": nowhere)
   std::shared_ptr<safe_board> board;
 };
 

@@ -65,6 +65,10 @@ options:
   --port P        node port (default 8087)
   --timeout MS    connect and per-request timeout (default 1000)
   --retries N     resends of a timed-out static request (default 2)
+  --admin-socket PATH
+                  talk to the node's admin socket (tallyd --admin-socket,
+                  default DATA-DIR/admin.sock) instead of --host/--port:
+                  'cluster status' and 'cluster leave' need it
   -h, --help      this text; 'tally <command> --help' for a command
                   ('tally cluster <subcommand> --help' for cluster)
 
@@ -337,9 +341,11 @@ int run_inspect(const std::vector<std::string>& args) {
 }
 
 constexpr const char* cluster_status_usage =
-  R"(usage: tally [--host H] [--port P] [options] cluster status
+  R"(usage: tally --admin-socket PATH [options] cluster status
 
-Sends the admin command "status" to the node at --host:--port and prints
+Sends the admin command "status" to the node whose admin socket is PATH
+(tallyd's DATA-DIR/admin.sock by default; admin commands are refused on the
+client port) and prints
 the text it answers: the cluster's members and which node owns which
 partitions, as the node formats them.
 exit codes: 0 ok, 1 the node answered with an error (e.g. a node without
@@ -347,13 +353,14 @@ exit codes: 0 ok, 1 the node answered with an error (e.g. a node without
 )";
 
 constexpr const char* cluster_leave_usage =
-  R"(usage: tally [--host H] [--port P] [options] cluster leave [NODE-ID]
+  R"(usage: tally --admin-socket PATH [options] cluster leave [NODE-ID]
 
-Sends the admin command "leave" to the node at --host:--port and prints the
-node's answer. NODE-ID names the member to leave, as 'cluster status' lists
+Sends the admin command "leave" to the node whose admin socket is PATH
+(tallyd's DATA-DIR/admin.sock by default; admin commands are refused on the
+client port) and prints the node's answer. NODE-ID names the member to leave, as 'cluster status' lists
 it: tally@<address>:<cluster-port> (e.g. tally@127.0.0.1:9088). Without it,
 the node the CLI is connected to is the one asked to leave.
-example: tally --port 8087 cluster leave tally@127.0.0.1:9089
+example: tally --admin-socket data/admin.sock cluster leave tally@127.0.0.1:9089
 exit codes: 0 ok, 1 the node answered with an error (e.g. an unknown
             member), 3 the node could not be reached
 )";
@@ -996,6 +1003,10 @@ int main(int argc, char** argv) {
       opts.host = value_of("--host");
       if (opts.host.empty())
         bad_usage("--host must not be empty", main_usage);
+    } else if (flag_is("--admin-socket")) {
+      opts.admin_socket = value_of("--admin-socket");
+      if (opts.admin_socket.empty())
+        bad_usage("--admin-socket must not be empty", main_usage);
     } else if (flag_is("--port")) {
       auto text = value_of("--port");
       auto p = parse_int(text);

@@ -36,6 +36,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --data-dir DIR          where partitions are stored (default ./data)
   --port N                client port (default 8087; 0 picks a free one)
   --bind ADDR             client address (default 127.0.0.1)
+  --admin-socket PATH     Unix socket (mode 0600) where admin commands
+                          (cluster status, leave) are accepted; they are
+                          refused on the client port (default
+                          DATA-DIR/admin.sock; none: nowhere)
   --cluster-port N        node-to-node port (default: the one this data dir
                           used before, else client port + 1000 if free,
                           else any free port)
@@ -162,6 +166,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.join = v;
   } else if (key == "bind") {
     cfg.bind = v;
+  } else if (key == "admin-socket") {
+    cfg.admin_socket = v == "none" ? std::string{} : v;
   } else if (key == "partitions") {
     cfg.partitions = static_cast<std::uint32_t>(parse_uint(key, v, 1u << 16));
   } else if (key == "durability") {

@@ -83,10 +83,10 @@ wait_port() { # port: bounded wait until it accepts connections
 # True when every node's `cluster status` lists all nodes, each serving
 # exactly what it owns, the owned partitions add up to the ring size, and
 # every node reports the same epoch.
-ring_settled() { # base_port
+ring_settled() { # dir (the nodes' data dirs are dir/node<i>; admin via their sockets)
   local epochs="" i s
   for ((i = 0; i < NODES; i++)); do
-    s=$("$bin/tally" --port $(($1 + i)) cluster status 2>/dev/null) || return 1
+    s=$("$bin/tally" --admin-socket "$1/node$i/admin.sock" cluster status 2>/dev/null) || return 1
     awk -v n="$NODES" -F' [|] ' '
       /^cluster:/ { match($0, /ring size [0-9]+/); ring = substr($0, RSTART + 10, RLENGTH - 10) + 0 }
       /^tally@/ { m++; split($4, o, " "); split($5, v, " ");
@@ -115,7 +115,7 @@ start_nodes() {
     node_pid=$!
     local ok=""
     for _ in $(seq 600); do
-      if grep -q '^local Tally cluster' "$dir.out" 2>/dev/null && ring_settled "$base"; then
+      if grep -q '^local Tally cluster' "$dir.out" 2>/dev/null && ring_settled "$dir"; then
         ok=1
         break
       fi

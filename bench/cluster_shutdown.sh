@@ -26,7 +26,7 @@ for round in $(seq 1 "$ROUNDS"); do
   pid=$!
   ready=0
   for _ in $(seq 1 200); do # up to 20 s for 3 members, all up
-    if "$BUILD_DIR/bin/tally" --port $((BASE_PORT + 2)) cluster status 2>/dev/null \
+    if "$BUILD_DIR/bin/tally" --admin-socket "$work/d/node2/admin.sock" cluster status 2>/dev/null \
          | grep -q "3 member"; then ready=1; break; fi
     sleep 0.1
   done

@@ -105,7 +105,9 @@ expected<client> client::connect(client_options options) {
                                           + std::to_string(
                                             options.timeout.count())
                                           + " ms");
-  auto conn = connection::open(options.host, options.port, options.timeout);
+  auto conn = options.admin_socket.empty()
+                ? connection::open(options.host, options.port, options.timeout)
+                : connection::open_unix(options.admin_socket);
   if (!conn)
     return conn.err();
   auto id = options.client_id ? *options.client_id : random_client_id();
@@ -115,7 +117,9 @@ expected<client> client::connect(client_options options) {
 status client::ensure_connected() {
   if (conn_.is_open())
     return {};
-  auto conn = connection::open(options_.host, options_.port, options_.timeout);
+  auto conn = options_.admin_socket.empty()
+                ? connection::open(options_.host, options_.port, options_.timeout)
+                : connection::open_unix(options_.admin_socket);
   if (!conn)
     return conn.err();
   conn_ = std::move(*conn);

@@ -66,6 +66,9 @@ struct client_options {
   /// The op-id client id; random when absent. Set it only to replay a
   /// known history (tests): two clients with one id break exactly-once.
   std::optional<std::uint64_t> client_id;
+  /// Connect to this Unix socket (a node's admin socket, tallyd
+  /// --admin-socket) instead of host:port; admin requests need it.
+  std::string admin_socket;
 
   /// The longest time from the first send of a static request to its last
   /// resend: before each of the `retries` resends the client may wait

@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace tally {
@@ -94,6 +95,27 @@ int connect_one(const addrinfo& ai, client_clock::time_point deadline,
 }
 
 } // namespace
+
+expected<connection> connection::open_unix(const std::string& path) {
+  sockaddr_un a{};
+  if (path.size() >= sizeof a.sun_path)
+    return make_error(errc::unavailable, "cannot connect to the admin socket " + path
+                                           + ": the path is too long for a Unix socket");
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    int err = errno;
+    if (fd >= 0)
+      ::close(fd);
+    return make_error(errc::unavailable, "cannot connect to the admin socket " + path + ": "
+                                           + describe_errno(err)
+                                           + " — is tallyd running with this data dir?");
+  }
+  int flags = ::fcntl(fd, F_GETFL, 0);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK); // as TCP connections are
+  return connection{fd, path};
+}
 
 expected<connection> connection::open(const std::string& host,
                                       std::uint16_t port,

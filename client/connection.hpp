@@ -47,6 +47,9 @@ public:
   static expected<connection> open(const std::string& host,
                                     std::uint16_t port,
                                     std::chrono::milliseconds timeout);
+  /// Connects to a node's admin socket (a Unix socket path; tallyd
+  /// --admin-socket). errc::unavailable naming the path.
+  static expected<connection> open_unix(const std::string& path);
 
   connection(connection&& other) noexcept;
   connection& operator=(connection&& other) noexcept;

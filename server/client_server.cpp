@@ -15,6 +15,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/log.hpp"
@@ -27,6 +29,7 @@ namespace {
 // epoll tags: connection ids start above these.
 constexpr std::uint64_t inbox_tag = 0;
 constexpr std::uint64_t listen_tag = 1;
+constexpr std::uint64_t admin_listen_tag = 2;
 
 // Work posted to a shard from any thread. It outlives the shard's thread:
 // a reply that arrives after stop() is dropped here, not run.
@@ -90,7 +93,7 @@ public:
         inbox_(std::make_shared<inbox>()),
         // Connection ids are the node's session ids: the shard's index in
         // the top byte keeps them unique across shards.
-        next_id_((static_cast<std::uint64_t>(index) << 56) + listen_tag + 1) {}
+        next_id_((static_cast<std::uint64_t>(index) << 56) + admin_listen_tag + 1) {}
 
   ~shard() {
     for (auto& [id, c] : conns_)
@@ -112,15 +115,21 @@ public:
     return {};
   }
 
-  // The first shard accepts for all (`peers`, itself included).
-  status listen_on(int fd, std::vector<shard*> peers) {
+  // The first shard accepts for all (`peers`, itself included), on the
+  // client port and on the admin socket (admin_fd, -1: none).
+  status listen_on(int fd, int admin_fd, std::vector<shard*> peers) {
     listen_fd_ = fd;
+    admin_fd_ = admin_fd;
     peers_ = std::move(peers);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = listen_tag;
-    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0)
-      return make_error(errc::io_error, "epoll_ctl: " + errno_text());
+    for (auto [lfd, tag] : {std::pair{fd, listen_tag}, std::pair{admin_fd, admin_listen_tag}}) {
+      if (lfd < 0)
+        continue;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = tag;
+      if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, lfd, &ev) != 0)
+        return make_error(errc::io_error, "epoll_ctl: " + errno_text());
+    }
     return {};
   }
 
@@ -147,7 +156,9 @@ public:
           for (auto& fn : inbox_->take())
             fn();
         } else if (tag == listen_tag) {
-          accept_all();
+          accept_all(listen_fd_, false);
+        } else if (tag == admin_listen_tag) {
+          accept_all(admin_fd_, true);
         } else {
           on_socket(tag, evs[i].events);
         }
@@ -161,11 +172,13 @@ public:
     }
   }
 
-  // Takes over an accepted socket (on this shard's thread).
-  void adopt(int fd) {
+  // Takes over an accepted socket (on this shard's thread); `admin`: it came
+  // in on the admin socket.
+  void adopt(int fd, bool admin = false) {
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto id = next_id_++;
+    if (!admin)
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto id = next_id_++ | (admin ? admin_session_bit : 0);
     auto c = std::make_unique<conn>(fd, id,
                                     connection_limits{opts_.max_frame_size,
                                                       opts_.max_in_flight,
@@ -191,10 +204,10 @@ public:
   // if that one qualifies (server_options::evict_idle_after), else it is
   // closed. 1,024 idle sockets used to shut every other client out until
   // the idle timeout (300 s).
-  void admit_at_limit(int fd) {
+  void admit_at_limit(int fd, bool admin) {
     if (live_->load() < opts_.max_connections) { // room was made meanwhile
       ++*live_;
-      adopt(fd);
+      adopt(fd, admin);
       return;
     }
     auto now = clock::now();
@@ -224,7 +237,7 @@ public:
         " ms at the connection limit (--max-connections)");
     close_conn(*idlest);
     ++*live_;
-    adopt(fd);
+    adopt(fd, admin);
   }
 
 private:
@@ -265,9 +278,9 @@ private:
         close_conn(*it->second);
   }
 
-  void accept_all() {
+  void accept_all(int listen_fd, bool admin) {
     for (;;) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR)
           continue;
@@ -279,16 +292,16 @@ private:
       if (live_->load() >= opts_.max_connections) {
         // Full: the shard it goes to makes room, or refuses it.
         if (to == this)
-          admit_at_limit(fd);
+          admit_at_limit(fd, admin);
         else
-          to->post([to, fd] { to->admit_at_limit(fd); });
+          to->post([to, fd, admin] { to->admit_at_limit(fd, admin); });
         continue;
       }
       ++*live_;
       if (to == this)
-        adopt(fd);
+        adopt(fd, admin);
       else
-        to->post([to, fd] { to->adopt(fd); });
+        to->post([to, fd, admin] { to->adopt(fd, admin); });
     }
   }
 
@@ -439,6 +452,7 @@ private:
   std::shared_ptr<inbox> inbox_;
   int epfd_ = -1;
   int listen_fd_ = -1;
+  int admin_fd_ = -1;
   std::vector<shard*> peers_;
   std::size_t next_peer_ = 0;
   std::uint64_t next_id_;
@@ -488,6 +502,41 @@ expected<std::pair<int, std::uint16_t>> listen_socket(const std::string& bind,
   return std::make_pair(fd, actual);
 }
 
+// A listening Unix socket at `path`, mode 0600 (a stale socket file there
+// is replaced; any other file is an error).
+expected<int> admin_socket(const std::string& path) {
+  auto fail = [&](const std::string& why) {
+    return make_error(errc::unavailable, "cannot listen on the admin socket " + path + ": " + why);
+  };
+  sockaddr_un a{};
+  if (path.size() >= sizeof a.sun_path)
+    return fail("the path is longer than " + std::to_string(sizeof a.sun_path - 1)
+                + " bytes (give --admin-socket a shorter one)");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return fail("a file that is not a socket is there");
+    ::unlink(path.c_str()); // left by a node that did not stop cleanly
+  }
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return fail(errno_text());
+  auto old_mask = ::umask(0177); // the socket file is created 0600
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  int err = errno;
+  ::umask(old_mask);
+  if (rc != 0 || ::listen(fd, 64) != 0) {
+    if (rc == 0)
+      err = errno;
+    ::close(fd);
+    errno = err;
+    return fail(errno_text());
+  }
+  return fd;
+}
+
 } // namespace
 
 expected<std::unique_ptr<client_server>>
@@ -500,6 +549,13 @@ client_server::start(server_options opts, std::shared_ptr<request_handler> handl
     return sock.err();
   self->listen_fd_ = sock->first;
   self->port_ = sock->second;
+  if (!opts.admin_socket.empty()) {
+    auto admin = admin_socket(opts.admin_socket);
+    if (!admin)
+      return admin.err();
+    self->admin_fd_ = *admin;
+    self->admin_path_ = opts.admin_socket;
+  }
   auto live = std::make_shared<std::atomic<std::size_t>>(0);
   auto budget = opts.max_partial_request_bytes > 0
                   ? std::make_shared<partial_frame_budget>(opts.max_partial_request_bytes)
@@ -512,7 +568,7 @@ client_server::start(server_options opts, std::shared_ptr<request_handler> handl
     all.push_back(s.get());
     self->shards_.push_back(std::move(s));
   }
-  if (auto st = self->shards_.front()->listen_on(self->listen_fd_, all); !st)
+  if (auto st = self->shards_.front()->listen_on(self->listen_fd_, self->admin_fd_, all); !st)
     return st.err();
   for (auto& s : self->shards_)
     self->threads_.emplace_back([s] { s->run(); });
@@ -533,6 +589,11 @@ void client_server::stop() {
   if (listen_fd_ >= 0)
     ::close(listen_fd_);
   listen_fd_ = -1;
+  if (admin_fd_ >= 0) {
+    ::close(admin_fd_);
+    ::unlink(admin_path_.c_str());
+  }
+  admin_fd_ = -1;
   shards_.clear(); // closes every connection
 }
 

@@ -70,6 +70,10 @@ struct server_options {
   /// received, no open transaction) at least this long is closed to admit a
   /// new one (0: never; the new one is refused instead).
   std::chrono::milliseconds evict_idle_after{2000};
+  /// A Unix socket path for admin connections (the same protocol; their
+  /// session ids carry admin_session_bit), created with mode 0600 so that
+  /// file permissions decide who may administer the node. Empty: none.
+  std::string admin_socket;
 };
 
 class shard;
@@ -99,6 +103,8 @@ private:
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
   int listen_fd_ = -1;
+  int admin_fd_ = -1;
+  std::string admin_path_;
   bool stopped_ = false;
 };
 

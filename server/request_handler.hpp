@@ -18,6 +18,12 @@ using reply_fn = std::function<void(response)>;
 /// connections for the server's lifetime.
 using session_id = std::uint64_t;
 
+/// Set in the session id of a connection that came in on the node's admin
+/// socket (server_options::admin_socket): only those may send admin
+/// requests (docs/SECURITY.md, "Admin").
+constexpr session_id admin_session_bit = session_id{1} << 55;
+inline bool is_admin_session(session_id s) noexcept { return (s & admin_session_bit) != 0; }
+
 /// What a node does with a client's decoded request.
 class request_handler {
 public:

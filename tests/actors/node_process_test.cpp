@@ -13,10 +13,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,10 +41,34 @@ using namespace tally::test; // server, temp_dir, try_connect
 
 namespace {
 
+// A node's admin socket (tallyd --admin-socket).
+struct unix_path {
+  std::string path;
+};
+
+int unix_connect(const std::string& path) {
+  sockaddr_un a{};
+  if (path.size() >= sizeof a.sun_path)
+    return -1;
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
 struct conn {
   int fd = -1;
   explicit conn(std::uint16_t port) : fd(try_connect(port)) {
     BOOST_REQUIRE(fd >= 0);
+  }
+  explicit conn(const unix_path& u) : fd(unix_connect(u.path)) {
+    BOOST_REQUIRE_MESSAGE(fd >= 0, "cannot connect to " << u.path);
   }
   ~conn() { ::close(fd); }
 
@@ -751,6 +778,41 @@ BOOST_AUTO_TEST_CASE(at_the_connection_limit_an_idle_connection_makes_room) {
   BOOST_TEST(served(*holder));
 }
 
+// Issue 18: any client of the client port could make a node leave the
+// cluster (admin code 240). Admin requests are refused there now, with the
+// way to the admin socket in the message; on the admin socket (mode 0600,
+// so file permissions decide who may administer) they work.
+BOOST_AUTO_TEST_CASE(admin_requests_only_on_the_admin_socket) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  BOOST_REQUIRE(s.start());
+  const auto sock = d.path + "/admin.sock";
+  conn client_port{s.port};
+  for (const auto& cmd : {"leave", "status"}) {
+    auto r = client_port.call(admin_req{cmd, {}});
+    auto* a = std::get_if<admin_resp>(&r);
+    BOOST_REQUIRE(a);
+    BOOST_TEST(!a->success, cmd);
+    BOOST_TEST(a->text.find("accepted only on the node's admin socket " + sock)
+                 != std::string::npos,
+               a->text);
+  }
+  struct stat st {};
+  BOOST_REQUIRE(::lstat(sock.c_str(), &st) == 0);
+  BOOST_TEST(S_ISSOCK(st.st_mode));
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  conn admin{unix_path{sock}};
+  auto r = admin.call(admin_req{"status", {}});
+  auto* a = std::get_if<admin_resp>(&r);
+  BOOST_REQUIRE(a);
+  BOOST_TEST(a->success, a->text);
+  BOOST_TEST(a->text.find("1 member(s)") != std::string::npos, a->text);
+  // The socket serves ordinary requests too, and the node still runs.
+  BOOST_TEST(read_values(admin, {"x"})[0] == 0);
+  BOOST_TEST(s.stop(SIGTERM) == 0);
+  BOOST_TEST(!std::filesystem::exists(sock)); // removed at a clean stop
+}
+
 BOOST_AUTO_TEST_CASE(config_file_is_read_and_a_bad_key_in_it_exits_2) {
   temp_dir d;
   std::filesystem::create_directories(d.path);
@@ -1120,7 +1182,8 @@ BOOST_AUTO_TEST_CASE(op_id_retries_through_another_node_are_exactly_once) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   BOOST_REQUIRE_MESSAGE(serving, "node 1 does not serve every partition");
-  auto st = c1.call(admin_req{"status", {}});
+  conn admin{unix_path{n0.dir + "/admin.sock"}};
+  auto st = admin.call(admin_req{"status", {}});
   BOOST_TEST_MESSAGE(std::get<admin_resp>(st).text);
   auto clock = static_update(c1, {inc(a, 1, op_id{70, 1})});
   static_update_objects_req reuse;

@@ -67,6 +67,14 @@ inline std::optional<std::string> join_clocks(const std::vector<std::string>& cl
   return encode_clock(*acc);
 }
 
+/// A client of the admin socket of the node whose data dir is `dir`
+/// (tallyd's default DATA-DIR/admin.sock): admin requests need it.
+inline expected<client> connect_admin(const std::string& dir) {
+  client_options o;
+  o.admin_socket = dir + "/admin.sock";
+  return client::connect(o);
+}
+
 /// A client of the node on `port`. The default timeout keeps the client's
 /// retry window (2 resends x 2 x 1 s) inside the node's FBF retry timeout,
 /// so resends stay exactly-once (docs/CLIENT.md).

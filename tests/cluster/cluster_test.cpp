@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(join_and_leave_under_load_lose_and_double_nothing) {
     bool ran_after_join = serving && wait_progress(progress, progress.load() + 300);
     std::string left;
     if (ran_after_join) {
-      auto admin = connect_to(cl.nodes[0]->port);
+      auto admin = connect_admin(cl.nodes[0]->dir);
       auto id = "tally@127.0.0.1:" + std::to_string(cl.nodes[1]->cluster_port);
       auto r = admin ? admin->admin("leave", {id}) : expected<std::string>{admin.err()};
       left = r ? "" : r.err().to_string();
@@ -559,7 +559,7 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
         exited = true; // ports taken: try another base
         break;
       }
-      auto c = connect_to(static_cast<std::uint16_t>(base + 1));
+      auto c = connect_admin(dir + "/data/node1");
       auto r = c ? c->admin("status", {}) : expected<std::string>{c.err()};
       if (r && r->find("2 member(s)") != std::string::npos
           && r->find("DOWN") == std::string::npos
