@@ -1,4 +1,5 @@
 #include "actors/membership.hpp"
+#include "actors/node_links.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -127,11 +128,16 @@ expected<ring_state> join_cluster(caf::actor_system& sys, const std::string& hos
                                   std::uint16_t port, const node_id& self,
                                   std::uint32_t q, std::chrono::milliseconds timeout) {
   auto where = host + ":" + std::to_string(port);
-  auto remote = sys.middleman().remote_actor(host, port);
+  auto remote = remote_cluster_actor(sys, host, port);
   if (!remote)
     return make_error(errc::unavailable,
                       "cannot join through " + where + ": no Tally cluster port answers there ("
-                        + sys.render(remote.error())
+                        + remote.err().message()
+                        + (node_links_use_tls(sys)
+                             ? "; or it does not speak TLS, or its certificate is not signed "
+                               "by --tls-ca, or ours is not signed by its CA"
+                             : "; or it speaks TLS (start this node with --tls-cert, "
+                               "--tls-key and --tls-ca)")
                         + "); give --join the cluster port of a running member");
   caf::scoped_actor me{sys};
   std::optional<expected<ring_state>> out;
@@ -374,7 +380,7 @@ void connect(mem_self self, const node_id& id) {
   if (!addr)
     return;
   self->state.peers[id].connecting = true;
-  auto mm = self->system().middleman().actor_handle();
+  auto mm = node_link_opener(self->system());
   auto back = self->address();
   self->system().spawn([mm, back, id, host = addr->first,
                         port = addr->second](caf::event_based_actor* h) {

@@ -25,6 +25,7 @@
 #include "journal/partition_manifest.hpp"
 #include "common/log.hpp"
 #include "actors/membership.hpp"
+#include "actors/node_links.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
 #include "ring/partition.hpp"
@@ -437,16 +438,20 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   };
   ctx->membership = spawn_membership(sys, std::move(mc), std::move(*ring), local, ctx->routes);
   self->actors_.push_back(ctx->membership);
-  auto published = sys.middleman().publish(ctx->membership, self->cluster_port_,
-                                           cfg.bind.c_str(), true);
+  auto published = publish_on_cluster_port(sys, ctx->membership, self->cluster_port_, cfg.bind);
   if (!published) {
     self->stop();
     return make_error(errc::unavailable,
                       "cannot listen on cluster port " + cfg.bind + ":"
                         + std::to_string(self->cluster_port_) + ": "
-                        + sys.render(published.error())
+                        + published.err().message()
                         + " (in use? pick another with --cluster-port)");
   }
+  if (!node_links_use_tls(sys))
+    log(log_level::warn, "node links are plain TCP without authentication: any process that "
+                         "reaches cluster port ", self->cluster_port_, " can join or crash this "
+                         "node; use --tls-cert, --tls-key and --tls-ca (docs/SECURITY.md, "
+                         "\"Node links\")");
   server_options so;
   so.bind = cfg.bind;
   so.port = cfg.port;

@@ -19,6 +19,7 @@
 
 #include <caf/actor.hpp>
 
+#include "actors/node_links.hpp"
 #include "actors/node_context.hpp"
 #include "common/expected.hpp"
 #include "journal/journal.hpp"
@@ -60,6 +61,9 @@ struct node_config {
   /// The admin socket (--admin-socket): nullopt = <data-dir>/admin.sock;
   /// "" = none (admin requests are then refused everywhere).
   std::optional<std::string> admin_socket;
+  /// TLS on node links (--tls-cert, --tls-key, --tls-ca): applied to the
+  /// actor system's config before it is made (configure_node_links).
+  node_link_security links;
   /// Called from an actor's thread when this node has left the cluster.
   std::function<void()> request_shutdown;
   /// How often each partition checkpoints and truncates its journal

@@ -36,6 +36,11 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --data-dir DIR          where partitions are stored (default ./data)
   --port N                client port (default 8087; 0 picks a free one)
   --bind ADDR             client address (default 127.0.0.1)
+  --tls-cert FILE, --tls-key FILE, --tls-ca FILE
+                          TLS on node links: this node's PEM certificate
+                          and key, and the cluster CA that signed every
+                          member's certificate; members without one are
+                          refused (all three or none; docs/SECURITY.md)
   --admin-socket PATH     Unix socket (mode 0600) where admin commands
                           (cluster status, leave) are accepted; they are
                           refused on the client port (default
@@ -166,6 +171,12 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.join = v;
   } else if (key == "bind") {
     cfg.bind = v;
+  } else if (key == "tls-cert") {
+    cfg.links.cert = v;
+  } else if (key == "tls-key") {
+    cfg.links.key = v;
+  } else if (key == "tls-ca") {
+    cfg.links.ca = v;
   } else if (key == "admin-socket") {
     cfg.admin_socket = v == "none" ? std::string{} : v;
   } else if (key == "partitions") {
@@ -395,6 +406,10 @@ int main(int argc, char** argv) {
     sys_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{250}});
     sys_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{2}});
     sys_cfg.load<caf::io::middleman>();
+    if (auto st = configure_node_links(sys_cfg, cfg->links); !st) {
+      log(log_level::error, "tallyd: ", st.err().message());
+      return 2;
+    }
     caf::actor_system sys{sys_cfg};
     // A node that has left the cluster stops as on SIGTERM (process-directed,
     // so the sigwait below takes it).

@@ -7,7 +7,10 @@ find_package(Threads REQUIRED)
 find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY caf_core)
 find_library(CAF_IO_LIBRARY caf_io)
-if(CAF_INCLUDE_DIR AND CAF_CORE_LIBRARY AND CAF_IO_LIBRARY)
+find_library(CAF_OPENSSL_LIBRARY caf_openssl)
+find_package(OpenSSL)
+if(CAF_INCLUDE_DIR AND CAF_CORE_LIBRARY AND CAF_IO_LIBRARY AND CAF_OPENSSL_LIBRARY
+   AND OPENSSL_FOUND)
   add_library(CAF::core UNKNOWN IMPORTED)
   set_target_properties(CAF::core PROPERTIES
     IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
@@ -17,9 +20,14 @@ if(CAF_INCLUDE_DIR AND CAF_CORE_LIBRARY AND CAF_IO_LIBRARY)
   set_target_properties(CAF::io PROPERTIES
     IMPORTED_LOCATION ${CAF_IO_LIBRARY}
     INTERFACE_LINK_LIBRARIES CAF::core)
+  # TLS on node links (docs/SECURITY.md, "Node links"): CAF's OpenSSL module.
+  add_library(CAF::openssl UNKNOWN IMPORTED)
+  set_target_properties(CAF::openssl PROPERTIES
+    IMPORTED_LOCATION ${CAF_OPENSSL_LIBRARY}
+    INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL;OpenSSL::Crypto")
   set(TALLY_HAVE_CAF ON)
 else()
-  message(FATAL_ERROR "CAF not found: run scripts/setup.sh (installs libcaf-dev)")
+  message(FATAL_ERROR "CAF or OpenSSL not found: run scripts/setup.sh (installs libcaf-dev, libssl-dev)")
 endif()
 
 find_path(LMDB_INCLUDE_DIR lmdb.h)

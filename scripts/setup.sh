@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 # Pinned in docs/DEPENDENCIES.md; every one comes from Debian 12's mirror.
 packages=(
   g++ cmake make
-  libcaf-dev        # C++ Actor Framework 0.17.6
+  libcaf-dev        # C++ Actor Framework 0.17.6 (its OpenSSL module: TLS node links)
+  libssl-dev        # OpenSSL 3.0 headers for CAF's OpenSSL module
   liblmdb-dev       # LMDB 0.9.24
   libcereal-dev     # Cereal 1.3.2 (header-only)
   libboost-test-dev # Boost.Test 1.74
