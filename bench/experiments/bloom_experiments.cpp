@@ -159,6 +159,88 @@ unsigned runs_of(const options& opts) { return opts.quick ? 1 : full_runs; }
 
 } // namespace
 
+// --- Scheduling model sensitivity ---------------------------------------------
+
+status run_bloom_model(const options& opts) {
+  // Why precision is below the paper (Tables 1-5): section 5 leaves the
+  // message queue's dynamics open. Each process sends with probability
+  // (1 - pr_i) / 2 per event and receives one message with the same
+  // probability per step, so at pr_i = 0 a local queue is fed as fast as it
+  // is drained (a critically loaded queue): messages wait, and the causality
+  // spread alpha (section 7.2) grows slowly. The variants below change only
+  // that, on Table 1's setting (pr_i = 0, k = 2, m = 0.1n), for n = 100 and
+  // 200 against the paper's Table 1 rows.
+  struct variant {
+    const char* name;
+    complete_graph_params::scheduler schedule;
+    bool send_when_empty, lifo, drain;
+  };
+  using sched = complete_graph_params::scheduler;
+  const variant variants[] = {
+      {"model (rounds, FIFO, one message)", sched::rounds, false, false, false},
+      {"empty queue: send instead", sched::rounds, true, false, false},
+      {"uniform scheduler", sched::uniform, false, false, false},
+      {"newest message first (LIFO)", sched::rounds, false, true, false},
+      {"receive drains the queue", sched::rounds, false, false, true},
+  };
+  result_table t({{"n"},
+                  {"variant"},
+                  {"precision", "%.3f"},
+                  {"accuracy", "%.3f"},
+                  {"fpr", "%.3f"},
+                  {"alpha", "%.3f"},
+                  {"paper_alpha", "%.3f"},
+                  {"paper_precision", "%.3f"},
+                  {"d_precision_pts", "%+.1f"},
+                  {"pairs"}});
+  report::chart c;
+  c.title = "Scheduling model: precision vs causality spread alpha (pr_i=0, k=2, m=0.1n)";
+  c.x_label = "alpha (actual positives / pairs)";
+  c.y_label = "precision";
+  report::series ours, paper_pts;
+  ours.name = "Tally, model variants (n = 100, 200)";
+  ours.line = false;
+  paper_pts.name = "paper, Table 1 (n = 100, 200)";
+  paper_pts.line = false;
+  for (const auto& row : paper::table1) {
+    if (row.n > 200)
+      break;
+    paper_pts.x.push_back(implied_alpha(row.bloom));
+    paper_pts.y.push_back(row.bloom.precision);
+    for (const variant& v : variants) {
+      std::vector<slice_metrics> runs;
+      for (unsigned r = 0; r < runs_of(opts); ++r) {
+        progress(opts, "bloom-model", format("n=%u %s run %u", row.n, v.name, r + 1));
+        complete_graph_params p;
+        p.n = row.n;
+        p.clocks = {{fraction_of(0.1, row.n), 2}};
+        p.seed = run_seed(opts, row.n, 0.0, r); // Table 1's executions for v = model
+        p.schedule = v.schedule;
+        p.send_when_queue_empty = v.send_when_empty;
+        p.lifo = v.lifo;
+        p.drain_queue = v.drain;
+        auto m = complete_graph_run(p, 10ull * row.n, sample_step);
+        if (!m)
+          return m.err();
+        runs.push_back(m->per_clock.front());
+      }
+      const slice_metrics m = mean_of(runs);
+      t.add_row({static_cast<std::int64_t>(row.n), std::string(v.name), m.precision,
+                 m.accuracy, m.fpr, m.alpha, implied_alpha(row.bloom),
+                 row.bloom.precision, points(m.precision, row.bloom.precision),
+                 static_cast<std::int64_t>(m.pairs)});
+      ours.x.push_back(m.alpha);
+      ours.y.push_back(m.precision);
+    }
+  }
+  c.lines = {ours, paper_pts};
+  return finish(opts, "bloom-model",
+                format("bloom-model: the scheduling model's variants on Table 1's "
+                       "setting (pr_i=0, k=2, m=0.1n), mean of %u runs",
+                       runs_of(opts)),
+                t, c);
+}
+
 // --- Table 1 ----------------------------------------------------------------
 
 status run_bloom_table1(const options& opts) {

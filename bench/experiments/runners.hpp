@@ -23,5 +23,6 @@ status run_bloom_table4(const options& opts);
 status run_bloom_table5(const options& opts);
 status run_bloom_table6(const options& opts);
 status run_bloom_figures(const options& opts); // Figs. 2-4
+status run_bloom_model(const options& opts);   // scheduling-model sensitivity
 
 } // namespace tally::experiments
