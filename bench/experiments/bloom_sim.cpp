@@ -1,5 +1,6 @@
 #include "bench/experiments/bloom_sim.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <numeric>
@@ -304,6 +305,44 @@ expected<run_metrics> complete_graph_run(const complete_graph_params& p,
   if (!events)
     return events.err();
   return classify_all(sampler, p.clocks.size(), *events);
+}
+
+namespace {
+
+// 1-based ranks, ties at their mean rank.
+std::vector<double> ranks_of(const std::vector<double>& v) {
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < idx.size();) {
+    std::size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]])
+      ++j;
+    const double mean_rank = (static_cast<double>(i + j) / 2.0) + 1.0;
+    for (std::size_t t = i; t <= j; ++t)
+      r[idx[t]] = mean_rank;
+    i = j + 1;
+  }
+  return r;
+}
+
+} // namespace
+
+double rank_correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2)
+    return std::nan("");
+  // Pearson's correlation of the ranks.
+  const std::vector<double> rx = ranks_of(x), ry = ranks_of(y);
+  const double n = static_cast<double>(x.size());
+  const double mean = (n + 1.0) / 2.0;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) * (rx[i] - mean);
+    syy += (ry[i] - mean) * (ry[i] - mean);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : std::nan("");
 }
 
 expected<run_metrics> star_run(const star_params& p, std::uint64_t step) {

@@ -165,6 +165,11 @@ expected<run_metrics> complete_graph_run(const complete_graph_params& p,
                                          std::uint64_t first,
                                          std::uint64_t step);
 
+/// Spearman's rank correlation of x and y (same size >= 2; ties get their
+/// mean rank): how monotonically y follows x, in [-1, 1]. NaN if either is
+/// constant. For Fig. 5's causality spread hypothesis (section 7.2).
+double rank_correlation(const std::vector<double>& x, const std::vector<double>& y);
+
 /// Section 6's slice: every `step`-th event of the whole log.
 expected<run_metrics> star_run(const star_params& p, std::uint64_t step);
 
