@@ -3,6 +3,7 @@
 // bloom_clock for the prediction, bloom_probability for Equations 2, 3, 7
 // and 8. The scheduling model is in bloom_sim.hpp; the comparison with the
 // paper in docs/EXPERIMENTS.md.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
