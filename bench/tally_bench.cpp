@@ -1,6 +1,7 @@
 // tally-bench: Tally's benchmark and paper-reproduction binary.
 //
 //   tally-bench experiment <name>|all [--out DIR] [--seed S] [--quick]
+//                                     [--adapt tally|paper]
 //   tally-bench run --target URL [workload options]
 //   tally-bench compare URL_A URL_B [--rounds N] [workload options]
 //
@@ -40,6 +41,7 @@ void experiment_help(std::FILE* out) {
   std::fprintf(out,
                "usage: tally-bench experiment <name>|all [--out DIR] [--seed S] "
                "[--quick] [--no-progress]\n"
+               "       [--adapt tally|paper]\n"
                "\n"
                "Reproduces a figure or table of the FBF paper (fbf-*) or the "
                "Bloom clock paper\n"
@@ -55,6 +57,11 @@ void experiment_help(std::FILE* out) {
                "  --seed S       master seed, an unsigned integer (default 1)\n"
                "  --quick        small parameters: a smoke run of seconds\n"
                "  --no-progress  no progress lines on stderr\n"
+               "  --adapt V      fbf-adaptive's Algorithm 3: tally (default; "
+               "the paper's with\n"
+               "                 Tally's five deviations, docs/FBF.md) or paper "
+               "(exactly as\n"
+               "                 printed); paper writes fbf-adaptive-paper*\n"
                "\n"
                "experiments:\n");
   for (const auto& e : ex::registry())
@@ -99,12 +106,21 @@ int run_experiment(const args& a) {
       opts.quick = true;
     } else if (arg == "--no-progress") {
       opts.progress = false;
-    } else if (arg == "--out" || arg == "--seed") {
+    } else if (arg == "--out" || arg == "--seed" || arg == "--adapt") {
       if (i + 1 == a.size())
         return usage_error(std::string(arg) + " needs a value", experiment_help);
       const std::string_view value = a[++i];
       if (arg == "--out") {
         opts.out_dir = std::string(value);
+      } else if (arg == "--adapt") {
+        if (value == "tally")
+          opts.adapt = ex::adapt_version::tally;
+        else if (value == "paper")
+          opts.adapt = ex::adapt_version::paper;
+        else
+          return usage_error("--adapt takes tally or paper, got '"
+                                 + std::string(value) + "'",
+                             experiment_help);
       } else if (!parse_seed(value, opts.seed)) {
         return usage_error("--seed takes an unsigned 64-bit integer, got '"
                                + std::string(value) + "'",

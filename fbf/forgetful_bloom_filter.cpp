@@ -471,6 +471,10 @@ double forgetful_bloom_filter::predicted_fpp_after_refresh(fbf_time at) const {
 }
 
 void forgetful_bloom_filter::adapt(fbf_time at) {
+  if (cfg_.adaptation == fbf_adaptation::paper) {
+    adapt_as_printed(at);
+    return;
+  }
   // Algorithm 3 (Sec. III-E), acting on the worst of the FPP now and the FPP
   // the FBF will have around the next adaptation: just before it (the future
   // and present filled at the current rate) and just after a refresh then
@@ -502,6 +506,38 @@ void forgetful_bloom_filter::adapt(fbf_time at) {
       scheduled_refresh_ = std::min(scheduled_refresh_, at);
   } else if (worst <= down) {
     scale_down(at);
+  }
+}
+
+void forgetful_bloom_filter::adapt_as_printed(fbf_time at) {
+  // Algorithm 3 as printed (Sec. III-E), curFPP = Equation 3 (Sec. IV,
+  // generalized to born-past filters, which it skips like contains() does).
+  const auto eq3 = fbf_false_positive_probability(m_, k_, loads());
+  if (!eq3)
+    return; // unreachable: m, k >= 1 and at least 3 filters, never born-past
+  if (*eq3 >= scale_up_threshold * cfg_.target_fpp) {
+    // scaleUpFilters() and decreaseRefreshPeriod(); the shorter t applies
+    // from the next period on (the paper says nothing of the current one).
+    const std::size_t total = slots_.size();
+    const std::size_t wanted =
+        std::min(scale_up_factor * total, cfg_.max_past_filters + 2);
+    for (std::size_t i = total; i < wanted; ++i)
+      slots_.push_back(slot{slots_[0].filter.empty_like(), at, true});
+    const fbf_duration floor_for_window =
+        ceil_div(cfg_.retry_timeout, past_filter_count() + 1);
+    period_ = std::max(
+        {period_ - cfg_.refresh_step, cfg_.min_refresh_period, floor_for_window});
+  } else if (*eq3 <= scale_down_threshold * cfg_.target_fpp) {
+    // scaleDownFilters() and increaseRefreshPeriod(), "additively": one
+    // filter fewer (the oldest past one, under the same bounds and safety
+    // rule as Tally's) and t + step, up to max_refresh_period.
+    const fbf_duration t =
+        std::min(period_ + cfg_.refresh_step, cfg_.max_refresh_period);
+    const std::size_t n = past_filter_count();
+    if (n > cfg_.min_past_filters && window_of(n - 1, t) >= cfg_.retry_timeout
+        && oldest_drop_time() <= at)
+      slots_.pop_back();
+    period_ = t;
   }
 }
 

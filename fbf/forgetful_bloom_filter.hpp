@@ -45,6 +45,21 @@ inline constexpr std::size_t fbf_past_filters_limit = 1024;
 /// time sum (time + (N+2)*t) far inside the 64-bit millisecond range.
 inline constexpr fbf_duration fbf_duration_limit = std::chrono::hours{24 * 365};
 
+/// Which Algorithm 3 an adaptive FBF runs (docs/FBF.md, "Adaptation").
+enum class fbf_adaptation : std::uint8_t {
+  /// Tally's: Algorithm 3 with the five documented deviations (the
+  /// shared-period model as curFPP, the predicted FPP, early refreshes, a
+  /// shorter t applied at once, t grown only when a steady load allows it).
+  tally,
+  /// Algorithm 3 exactly as the paper prints it (Sec. III-E), for the
+  /// experiments (`tally-bench experiment fbf-adaptive --adapt paper`):
+  /// curFPP is Equation 3 (Sec. IV) of the current filters; curFPP >=
+  /// 0.9 target: N+2 -> 2(N+2) filters and t -> t - step; curFPP <= 0.1
+  /// target: one filter fewer and t -> t + step. A new t applies from the
+  /// next period on. Only the bounds and the window safety rule stay.
+  paper,
+};
+
 struct fbf_config {
   /// m, bits per constituent filter. Default: the paper's experiments
   /// (Sec. VI, m = 6250).
@@ -85,6 +100,9 @@ struct fbf_config {
   /// holds memory at 32*m bits per bucket.
   std::size_t min_past_filters = 1;
   std::size_t max_past_filters = 30;
+  /// Tally's Algorithm 3 or the paper's as printed (experiments only: it
+  /// does not keep the FPP under the target, docs/EXPERIMENTS.md).
+  fbf_adaptation adaptation = fbf_adaptation::tally;
 };
 
 /// An upper bound on how long an id can stay a member after its insert,
@@ -239,6 +257,8 @@ private:
   bool all_empty() const noexcept;
   void refresh(fbf_time at);
   void adapt(fbf_time at);
+  /// fbf_adaptation::paper: Algorithm 3 as printed.
+  void adapt_as_printed(fbf_time at);
   void scale_up(fbf_time at);
   shrink_plan plan_scale_down(fbf_time at) const;
   void scale_down(fbf_time at);

@@ -1,5 +1,6 @@
 #include "bench/experiments/bloom_sim.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <numeric>
@@ -81,39 +82,58 @@ expected<std::uint64_t> simulate_complete_graph(const complete_graph_params& p,
   rng gen(p.seed);
   const double pr_send_cut = p.pr_internal + (1.0 - p.pr_internal) / 2.0;
   std::uint64_t gsn = 0;
+  // One step of process `id`: draw the event kind, execute it (or nothing).
+  auto step = [&](std::uint32_t id) -> status {
+    const double u = gen.unit();
+    event_kind kind = u < p.pr_internal ? event_kind::internal
+                      : u < pr_send_cut ? event_kind::send
+                                        : event_kind::receive;
+    if (kind == event_kind::receive && local_queue[id].empty()) {
+      if (!p.send_when_queue_empty)
+        return {}; // nothing delivered yet: this step executes no event
+      kind = event_kind::send;
+    }
+    process_state& self = procs[id];
+    if (kind == event_kind::receive) {
+      do {
+        std::deque<message>& q = local_queue[id];
+        const message m = std::move(p.lifo ? q.back() : q.front());
+        if (p.lifo)
+          q.pop_back();
+        else
+          q.pop_front();
+        if (auto st = merge(self, m); !st)
+          return st;
+        tick(self, id);
+        ++gsn;
+        observe(event_view{gsn, id, kind, self.vc, self.bloom});
+      } while (p.drain_queue && !local_queue[id].empty() && gsn < target);
+      return {};
+    }
+    tick(self, id);
+    if (kind == event_kind::send) {
+      auto to = static_cast<std::uint32_t>(gen.below(p.n - 1));
+      if (to >= id)
+        ++to; // uniformly among the other n - 1 processes
+      local_queue[to].push_back(message{self.vc, self.bloom});
+    }
+    ++gsn;
+    observe(event_view{gsn, id, kind, self.vc, self.bloom});
+    return {};
+  };
   while (gsn < target) {
+    if (p.schedule == complete_graph_params::scheduler::uniform) {
+      if (auto st = step(static_cast<std::uint32_t>(gen.below(p.n))); !st)
+        return st.err();
+      continue;
+    }
     for (std::uint32_t i = p.n - 1; i > 0; --i) // Fisher-Yates: a new round order
       std::swap(order[i], order[gen.below(i + 1)]);
     for (std::uint32_t id : order) {
       if (gsn == target)
         break;
-      const double u = gen.unit();
-      event_kind kind = u < p.pr_internal ? event_kind::internal
-                        : u < pr_send_cut ? event_kind::send
-                                          : event_kind::receive;
-      if (kind == event_kind::receive && local_queue[id].empty()) {
-        if (!p.send_when_queue_empty)
-          continue; // nothing delivered yet: this step executes no event
-        kind = event_kind::send;
-      }
-      process_state& self = procs[id];
-      if (kind == event_kind::receive) {
-        const message m = std::move(local_queue[id].front());
-        local_queue[id].pop_front();
-        if (auto st = merge(self, m); !st)
-          return st.err();
-        tick(self, id);
-      } else {
-        tick(self, id);
-        if (kind == event_kind::send) {
-          auto to = static_cast<std::uint32_t>(gen.below(p.n - 1));
-          if (to >= id)
-            ++to; // uniformly among the other n - 1 processes
-          local_queue[to].push_back(message{self.vc, self.bloom});
-        }
-      }
-      ++gsn;
-      observe(event_view{gsn, id, kind, self.vc, self.bloom});
+      if (auto st = step(id); !st)
+        return st.err();
     }
   }
   return gsn;
@@ -285,6 +305,44 @@ expected<run_metrics> complete_graph_run(const complete_graph_params& p,
   if (!events)
     return events.err();
   return classify_all(sampler, p.clocks.size(), *events);
+}
+
+namespace {
+
+// 1-based ranks, ties at their mean rank.
+std::vector<double> ranks_of(const std::vector<double>& v) {
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < idx.size();) {
+    std::size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]])
+      ++j;
+    const double mean_rank = (static_cast<double>(i + j) / 2.0) + 1.0;
+    for (std::size_t t = i; t <= j; ++t)
+      r[idx[t]] = mean_rank;
+    i = j + 1;
+  }
+  return r;
+}
+
+} // namespace
+
+double rank_correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2)
+    return std::nan("");
+  // Pearson's correlation of the ranks.
+  const std::vector<double> rx = ranks_of(x), ry = ranks_of(y);
+  const double n = static_cast<double>(x.size());
+  const double mean = (n + 1.0) / 2.0;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) * (rx[i] - mean);
+    syy += (ry[i] - mean) * (ry[i] - mean);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : std::nan("");
 }
 
 expected<run_metrics> star_run(const star_params& p, std::uint64_t step) {

@@ -67,6 +67,19 @@ struct complete_graph_params {
   /// nothing (false, the model above) or a send instead (true, a variant
   /// for the sensitivity check in docs/EXPERIMENTS.md).
   bool send_when_queue_empty = false;
+  /// Variants of the scheduling model for the sensitivity study
+  /// (`bloom-model`, docs/EXPERIMENTS.md); the defaults are the model above.
+  /// Who takes the next step: every process once per round in a fresh
+  /// random order (rounds), or a uniformly random process at every step
+  /// (uniform: no fairness within a round, as an OS scheduler).
+  enum class scheduler : std::uint8_t { rounds, uniform };
+  scheduler schedule = scheduler::rounds;
+  /// A receive takes the newest message of the local queue instead of the
+  /// oldest.
+  bool lifo = false;
+  /// A step that draws "receive" executes a receive event for every message
+  /// in the local queue, one at a time, instead of one.
+  bool drain_queue = false;
 };
 
 /// Runs the complete-graph execution, calling `observe` for every event.
@@ -151,6 +164,11 @@ struct run_metrics {
 expected<run_metrics> complete_graph_run(const complete_graph_params& p,
                                          std::uint64_t first,
                                          std::uint64_t step);
+
+/// Spearman's rank correlation of x and y (same size >= 2; ties get their
+/// mean rank): how monotonically y follows x, in [-1, 1]. NaN if either is
+/// constant. For Fig. 5's causality spread hypothesis (section 7.2).
+double rank_correlation(const std::vector<double>& x, const std::vector<double>& y);
 
 /// Section 6's slice: every `step`-th event of the whole log.
 expected<run_metrics> star_run(const star_params& p, std::uint64_t step);

@@ -20,6 +20,12 @@
 
 namespace tally::experiments {
 
+/// Which Algorithm 3 fbf-adaptive (Fig. 13) runs (fbf_adaptation).
+enum class adapt_version : std::uint8_t {
+  tally, // Algorithm 3 with Tally's five deviations (docs/FBF.md, "Adaptation")
+  paper, // Algorithm 3 exactly as printed (FBF paper Sec. III-E)
+};
+
 /// Where and how to run.
 struct options {
   /// Output folder for the CSV and SVG files; created if missing.
@@ -31,6 +37,8 @@ struct options {
   bool quick = false;
   /// Progress lines on stderr.
   bool progress = true;
+  /// fbf-adaptive's controller: `--adapt tally|paper`.
+  adapt_version adapt = adapt_version::tally;
 };
 
 struct experiment {

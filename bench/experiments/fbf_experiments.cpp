@@ -644,6 +644,10 @@ status run_fbf_adaptive(const options& opts) {
   ap.fbf.min_refresh_period = 1s;
   ap.fbf.min_past_filters = 1;
   ap.fbf.max_past_filters = 30;
+  // --adapt: Tally's Algorithm 3 (docs/FBF.md, "Adaptation") or the paper's
+  // exactly as printed (Sec. III-E, curFPP = Equation 3).
+  const bool as_printed = opts.adapt == adapt_version::paper;
+  ap.fbf.adaptation = as_printed ? fbf_adaptation::paper : fbf_adaptation::tally;
   ap.profile = {{0, 10}, {16, 60}, {19, 60}, {24, 10}, {28, 10}, {40, 60}, {60, 60}};
   ap.duration = 60;
   ap.sample_every = opts.quick ? 2 : 0.5;
@@ -667,8 +671,13 @@ status run_fbf_adaptive(const options& opts) {
     const char* stem;
     fbf_duration max_period;
   };
-  const variant variants[] = {{"defaults", "fbf-adaptive", 60s},
-                              {"t<=11s", "fbf-adaptive-capped", 11s}};
+  const variant variants[] = {
+      {"defaults", as_printed ? "fbf-adaptive-paper" : "fbf-adaptive", 60s},
+      {"t<=11s", as_printed ? "fbf-adaptive-paper-capped" : "fbf-adaptive-capped",
+       11s}};
+  const char* controller =
+      as_printed ? "Algorithm 3 as printed, curFPP = Eq. 3"
+                 : "Tally's Algorithm 3, curFPP = shared-period model";
   std::string notes;
   for (const variant& v : variants) {
     progress(opts, "fbf-adaptive", format("config %s, 60 s", v.name));
@@ -715,8 +724,8 @@ status run_fbf_adaptive(const options& opts) {
                 ap.fbf.target_fpp, above, ap.duration,
                 static_cast<unsigned long long>(forgotten), ap.recent);
     report::chart c;
-    c.title = format("Fig. 13: adaptive FBF (Algorithm 3 + prediction), target FPP 0.01, %s",
-                     v.name);
+    c.title = format("Fig. 13: adaptive FBF (%s), target FPP 0.01, %s",
+                     controller, v.name);
     c.x_label = "time (s)";
     c.y_label = "false positive probability";
     c.y2_label = "filters (N+2) / refresh period t (s)";
@@ -759,16 +768,17 @@ status run_fbf_adaptive(const options& opts) {
                      d(r, 9), d(per + r, 3), d(per + r, 6), d(per + r, 8),
                      d(per + r, 9), d(per + r, 10), d(per + r, 11)});
     }
-    print_table("fbf-adaptive (Fig. 13): Algorithm 3 from 3 filters m=6250 k=5 "
+    print_table(format("fbf-adaptive (Fig. 13): %s, from 3 filters m=6250 k=5 "
                 "t=11s, target FPP 0.01, load 10->60->10->60 ops/s; def: "
                 "Tally's default bounds, cap: t <= 11 s; model = shared-period "
                 "model (current_fpp); f = filters; alg2 = "
                 "printed Algorithm 2 on the same FBF, lost = ids younger than "
                 "22 s it no longer finds",
+                controller),
                 shown);
   }
   std::fputs(notes.c_str(), stdout);
-  return write_csv(opts, "fbf-adaptive", table);
+  return write_csv(opts, as_printed ? "fbf-adaptive-paper" : "fbf-adaptive", table);
 }
 
 // --- Fig. 14 ----------------------------------------------------------------

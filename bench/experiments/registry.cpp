@@ -31,6 +31,13 @@ const std::vector<experiment>& registry() {
        run_bloom_table6},
       {"bloom-figures", "Bloom clock Figs. 2-4: pr_p and pr_fp along GSN",
        run_bloom_figures},
+      {"bloom-figure5",
+       "Bloom clock Fig. 5: metrics vs causality spread alpha",
+       run_bloom_figure5},
+      {"bloom-model",
+       "Bloom clock: the scheduling model's variants vs the paper (why "
+       "precision is lower)",
+       run_bloom_model},
   };
   return all;
 }

@@ -23,5 +23,7 @@ status run_bloom_table4(const options& opts);
 status run_bloom_table5(const options& opts);
 status run_bloom_table6(const options& opts);
 status run_bloom_figures(const options& opts); // Figs. 2-4
+status run_bloom_model(const options& opts);   // scheduling-model sensitivity
+status run_bloom_figure5(const options& opts); // Fig. 5 (section 7.2)
 
 } // namespace tally::experiments

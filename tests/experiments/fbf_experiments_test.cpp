@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/experiments/fbf_sim.hpp"
+#include "bench/experiments/rng.hpp"
 #include "tests/experiments/experiments_test_support.hpp"
 
 using namespace tally;
@@ -25,17 +26,18 @@ constexpr std::uint64_t m = 6250;
 constexpr unsigned k = 5;
 
 // `count` ids spread over `periods` refresh periods of 5 s, read just before
-// the next refresh (the fbf-membership scenario).
+// the next refresh (the fbf-membership scenario), on `reps` fresh FBFs.
 fpp_point spread(std::uint64_t count, unsigned periods, check_set checks,
-                 std::uint64_t probes = 50'000) {
+                 std::uint64_t probes = 50'000, unsigned reps = 1) {
   workload w;
   w.arrivals = even_arrivals(count, periods * 5.0);
   w.readings = {{periods * 5.0 - 0.001, static_cast<double>(count)}};
   replay_params p;
   p.fbf = paper_fbf(m, k, 1, 5s);
   p.probes = probes;
+  p.repetitions = reps;
   p.checks = checks;
-  p.seed = experiment_seed();
+  p.seed = derive_seed(experiment_seed(), count, periods);
   return value_of(replay(w, p)).front();
 }
 
@@ -71,25 +73,35 @@ BOOST_AUTO_TEST_CASE(optimized_check_fpp_is_far_below_simple_check_fpp) {
   // Fig. 8: with one refresh in the middle of the inserts, the simple check's
   // extra present filter holds twice the ids of any filter the optimized
   // check tests alone; the paper reports 90% lower at 300 elements.
-  BOOST_TEST_MESSAGE("seed " << experiment_seed());
-  const fpp_point p = spread(600, 2, {true, true, false});
-  BOOST_TEST(p.optimized.measured() < p.simple.measured());
-  BOOST_TEST(p.optimized.bitwise < 0.2 * p.simple.bitwise);
-  // In the steady state of a basic FBF the gain is only about half.
-  const fpp_point q = spread(600, 3, {true, true, false});
-  BOOST_TEST(q.optimized.bitwise > 0.3 * q.simple.bitwise);
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    const fpp_point p = spread(600, 2, {true, true, false}, 50'000, 4);
+    BOOST_TEST_MESSAGE("stat fig8 A_ratio " << p.optimized.bitwise / p.simple.bitwise
+                       << " hits " << p.optimized.hits << " " << p.simple.hits);
+    BOOST_TEST(p.optimized.measured() < 0.5 * p.simple.measured());
+    BOOST_TEST(p.optimized.bitwise < 0.2 * p.simple.bitwise);
+    // In the steady state of a basic FBF the gain is only about half.
+    const fpp_point q = spread(600, 3, {true, true, false}, 50'000, 4);
+    BOOST_TEST_MESSAGE("stat fig8 B_ratio " << q.optimized.bitwise / q.simple.bitwise);
+    BOOST_TEST(q.optimized.bitwise > 0.3 * q.simple.bitwise);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(equation3_tracks_the_measured_fpp_of_a_basic_fbf) {
   // Figs. 9 and 10: Equation 3 against the filters' bits (noise-free) and
-  // against sampling.
-  for (std::uint64_t count : {300u, 600u, 1000u}) {
-    const fpp_point p = spread(count, 2, {true, false, false}, 100'000);
-    BOOST_TEST_CONTEXT("elements " << count) {
-      BOOST_TEST(p.model == p.optimized.bitwise, boost::test_tools::tolerance(0.1));
-      if (p.optimized.hits >= 50)
-        BOOST_TEST(p.model == p.optimized.measured(),
-                   boost::test_tools::tolerance(0.3));
+  // against sampling, each averaged over 8 FBFs (8 x 100k probes).
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    for (std::uint64_t count : {300u, 600u, 1000u}) {
+      const fpp_point p = spread(count, 2, {true, false, false}, 100'000, 8);
+      BOOST_TEST_MESSAGE("stat eq3 count " << count << " model/bitwise "
+                         << p.model / p.optimized.bitwise << " model/measured "
+                         << p.model / p.optimized.measured() << " hits "
+                         << p.optimized.hits);
+      BOOST_TEST_CONTEXT("elements " << count) {
+        BOOST_TEST(p.model == p.optimized.bitwise, boost::test_tools::tolerance(0.1));
+        if (p.optimized.hits >= 50)
+          BOOST_TEST(p.model == p.optimized.measured(),
+                     boost::test_tools::tolerance(0.3));
+      }
     }
   }
 }
@@ -98,11 +110,16 @@ BOOST_AUTO_TEST_CASE(bitwise_fpp_agrees_with_sampling) {
   const fpp_point p = steady(paper_fbf(m, k, 1, 5s), 100, 30, {true, true, false},
                              200'000);
   for (const fpp_reading* r : {&p.optimized, &p.simple}) {
-    BOOST_TEST_REQUIRE(r->hits > 100u);
-    // Within 4 standard deviations of the binomial count.
-    const double expected = r->bitwise * static_cast<double>(r->probes);
-    BOOST_TEST(std::abs(static_cast<double>(r->hits) - expected)
-               < 4 * std::sqrt(expected));
+    TALLY_EXPERIMENT_SEED_CONTEXT {
+      BOOST_TEST_REQUIRE(r->hits > 100u);
+      // Within 4 standard deviations of the binomial count (two checks per
+      // seed: 1 in 8000 seeds fails by chance).
+      const double expected = r->bitwise * static_cast<double>(r->probes);
+      BOOST_TEST_MESSAGE("stat bitwise z " << (static_cast<double>(r->hits) - expected)
+                                                  / std::sqrt(expected));
+      BOOST_TEST(std::abs(static_cast<double>(r->hits) - expected)
+                 < 4 * std::sqrt(expected));
+    }
   }
 }
 
@@ -112,8 +129,12 @@ BOOST_AUTO_TEST_CASE(shorter_refresh_period_lowers_fpp_by_orders_of_magnitude) {
                                 {true, false, false}, 1000);
   const fpp_point fast = steady(paper_fbf(25'000, k, 1, 1s), 100, 30,
                                 {true, false, false}, 1000);
-  BOOST_TEST(slow.optimized.bitwise > 300 * fast.optimized.bitwise);
-  BOOST_TEST(slow.model > 300 * fast.model);
+  BOOST_TEST_MESSAGE("stat fig11 bitwise_ratio " << slow.optimized.bitwise / fast.optimized.bitwise
+                     << " model_ratio " << slow.model / fast.model);
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    BOOST_TEST(slow.optimized.bitwise > 300 * fast.optimized.bitwise);
+    BOOST_TEST(slow.model > 300 * fast.model);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(more_filters_lower_fpp_on_a_rising_load_but_not_at_steady_state) {
@@ -130,21 +151,29 @@ BOOST_AUTO_TEST_CASE(more_filters_lower_fpp_on_a_rising_load_but_not_at_steady_s
   w.arrivals = r.arrivals();
   w.readings = {{r.time_at_rate(100), 100}};
   replay_params p;
+  // 16 refresh phases: the ratio's standard deviation over seeds was 0.29
+  // (mean 3.4) with 4, and is ~0.14 with 16.
   p.probes = 100'000;
-  p.repetitions = 4;
+  p.repetitions = 16;
   p.random_phase = true;
   p.seed = experiment_seed();
   p.fbf = paper_fbf(m, k, 1, 5s);
   const fpp_point three = value_of(replay(w, p)).front();
   p.fbf = paper_fbf(m, k, 22, 5s);
   const fpp_point many = value_of(replay(w, p)).front();
-  BOOST_TEST(three.optimized.measured() > 2 * many.optimized.measured());
+  BOOST_TEST_MESSAGE("stat fig12 ramp_ratio " << three.optimized.measured() / many.optimized.measured());
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    BOOST_TEST(three.optimized.measured() > 2 * many.optimized.measured());
+  }
 
   const fpp_point three_steady =
       steady(paper_fbf(m, k, 1, 5s), 100, 130, {true, false, false});
   const fpp_point many_steady =
       steady(paper_fbf(m, k, 22, 5s), 100, 130, {true, false, false});
-  BOOST_TEST(three_steady.optimized.measured() < many_steady.optimized.measured());
+  BOOST_TEST_MESSAGE("stat fig12 steady_ratio " << three_steady.optimized.measured() / many_steady.optimized.measured());
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    BOOST_TEST(three_steady.optimized.measured() < many_steady.optimized.measured());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(equation3_underestimates_the_fpp_of_an_fbf_with_several_past_filters) {
@@ -152,8 +181,12 @@ BOOST_AUTO_TEST_CASE(equation3_underestimates_the_fpp_of_an_fbf_with_several_pas
   // like one filter of that period, not like two independent filters.
   const fpp_point p = steady(paper_fbf(m, k, 10, 5s), 100, 80,
                              {true, false, false}, 100'000);
-  BOOST_TEST(p.model < 0.8 * p.optimized.bitwise);
-  BOOST_TEST(p.model < 0.8 * p.optimized.measured());
+  BOOST_TEST_MESSAGE("stat eq3under bitwise " << p.model / p.optimized.bitwise
+                     << " measured " << p.model / p.optimized.measured());
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    BOOST_TEST(p.model < 0.8 * p.optimized.bitwise);
+    BOOST_TEST(p.model < 0.8 * p.optimized.measured());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(printed_algorithm_2_forgets_an_id_the_optimized_check_keeps) {
@@ -255,8 +288,45 @@ BOOST_AUTO_TEST_CASE(adaptive_fbf_stays_under_its_target) {
   BOOST_TEST_MESSAGE("highest measured FPP / target: " << worst / p.fbf.target_fpp);
 }
 
-BOOST_AUTO_TEST_CASE(fbf_counter_is_exact_under_retries_while_the_plain_one_over_counts) {
-  // Fig. 14: every 5th increment retried once with its op id.
+// The same run with Algorithm 3 exactly as printed (curFPP = Eq. 3, t -> t+1
+// every quiet second, a shorter t only from the next period, no prediction):
+// docs/EXPERIMENTS.md's claim that the paper's version fails, as a check.
+// Deterministic but for the probes: the controller reads counts, not bits.
+BOOST_AUTO_TEST_CASE(algorithm_3_as_printed_lets_the_fpp_exceed_its_target) {
+  adaptive_params p;
+  p.fbf = paper_fbf(m, k, 1, 11s);
+  p.fbf.adaptive = true;
+  p.fbf.target_fpp = 0.01;
+  p.fbf.adaptation = fbf_adaptation::paper;
+  p.profile = {{0, 10}, {16, 60}, {19, 60}, {24, 10}, {28, 10}, {40, 60}, {60, 60}};
+  p.duration = 60;
+  p.sample_every = 1;
+  p.probes = 20'000;
+  p.seed = experiment_seed();
+  double worst = 0, above = 0, t_max = 0;
+  for (const adaptive_point& pt : value_of(run_adaptive(p))) {
+    worst = std::max(worst, pt.optimized.measured());
+    above += pt.optimized.measured() > p.fbf.target_fpp ? 1 : 0;
+    t_max = std::max(t_max, pt.period);
+  }
+  BOOST_TEST_MESSAGE("stat printed_alg3 worst " << worst / p.fbf.target_fpp
+                     << " above " << above << " t_max " << t_max);
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    // tally-bench experiment fbf-adaptive --adapt paper: peak 10.6x target,
+    // above it for 35 of 60 s, t drifts up to 27 s while the load rises.
+    BOOST_TEST(worst > 5 * p.fbf.target_fpp);
+    BOOST_TEST(above >= 25);
+    BOOST_TEST(t_max >= 20);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fbf_counter_applies_no_retry_inside_its_window) {
+  // Fig. 14: every 5th increment retried once with its op id, 0.5-4 s later,
+  // well inside the basic FBF's window of 2t to 3t = 10-15 s. The FBF has no
+  // false negatives, so no retry is applied; its only error is a distinct
+  // increment taken for a retry (a false positive). At ~60 ids per filter
+  // the FPP is ~3e-6 per insert, ~0.003 expected over 1200 inserts, so more
+  // than 2 happen with probability ~5e-9.
   counter_params p;
   p.operations = 1000;
   p.rate = 10;
@@ -265,31 +335,39 @@ BOOST_AUTO_TEST_CASE(fbf_counter_is_exact_under_retries_while_the_plain_one_over
   p.fbf.retry_timeout = 5s;
   p.seed = experiment_seed();
   const counter_result r = value_of(run_counter(p));
-  const counter_sample& last = r.samples.back();
-  BOOST_TEST(last.expected == 1000);
-  BOOST_TEST(last.with_fbf == last.expected);
-  BOOST_TEST(last.without_fbf == 1200);
-  BOOST_TEST(r.requests == 1200u);
-  BOOST_TEST(r.applied_retries == 0u);
-  BOOST_TEST(r.dismissed_distinct == 0u);
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    BOOST_TEST(r.applied_retries == 0u);
+    BOOST_TEST(r.dismissed_distinct <= 2u);
+    BOOST_TEST(r.samples.back().with_fbf >= r.samples.back().expected - 2);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(counter_over_counts_when_retries_outlive_the_window) {
-  // The FBF is exact only while its window covers the retry delay: a basic
-  // FBF with t = 5 s forgets an id 10 to 15 s after its insert, so retries
-  // 16 to 18 s late are applied again.
+  // The FBF is exact only while its window covers the retry delay. A basic
+  // FBF (N = 1, t = 5 s) keeps an id inserted in period [T, T + t) until
+  // T + 3t (Algorithm 1 puts it in future and present; the future is dropped
+  // two refreshes after the present): between 2t = 10 s and 3t = 15 s after
+  // the insert. Retries up to 9.9 s late are all caught; retries 15.1-18 s
+  // late are all applied again, but for one that a false positive (FPP
+  // ~3e-6 per insert) happens to dismiss.
   counter_params p;
   p.operations = 500;
   p.rate = 10;
-  p.retry_every = 10;
-  p.retry_delay_min = 16;
-  p.retry_delay_max = 18;
+  p.retry_every = 10; // 50 retries
   p.fbf = paper_fbf(m, k, 1, 5s);
   p.seed = experiment_seed();
-  const counter_result r = value_of(run_counter(p));
-  BOOST_TEST(r.applied_retries == 50u);
-  BOOST_TEST(r.dismissed_distinct == 0u);
-  BOOST_TEST(r.samples.back().with_fbf == 550);
+  p.retry_delay_min = 0.5;
+  p.retry_delay_max = 9.9;
+  const counter_result inside = value_of(run_counter(p));
+  p.retry_delay_min = 15.1;
+  p.retry_delay_max = 18;
+  const counter_result outside = value_of(run_counter(p));
+  TALLY_EXPERIMENT_SEED_CONTEXT {
+    BOOST_TEST(inside.applied_retries == 0u);
+    BOOST_TEST(outside.applied_retries >= 49u);
+    BOOST_TEST(outside.samples.back().with_fbf
+               >= outside.samples.back().expected + 47);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(ramps_deliver_their_total_at_the_stated_rates) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -33,7 +34,19 @@ std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+// Prints the run's seed once, before any test: the statistical tests draw a
+// fresh one per run (experiments_test_support.hpp) and it replays with
+// TALLY_TEST_SEED=<seed>.
+struct print_seed {
+  print_seed() {
+    std::cerr << "test_experiments: TALLY_TEST_SEED="
+              << tally::test::experiment_seed() << "\n";
+  }
+};
+
 } // namespace
+
+BOOST_TEST_GLOBAL_FIXTURE(print_seed);
 
 BOOST_AUTO_TEST_SUITE(experiments)
 

@@ -59,6 +59,51 @@ BOOST_AUTO_TEST_CASE(adaptation_doubles_the_filters_and_shortens_the_period_near
     BOOST_TEST(f.is_born_past(i) == (i >= 4), "filter " << i);
 }
 
+BOOST_AUTO_TEST_CASE(algorithm_3_as_printed_scales_up_on_equation_3_and_shortens_t_from_the_next_period) {
+  // fbf_adaptation::paper, the same state as the test above: N+2 -> 2(N+2)
+  // born-past filters and t -> t - 1 s, but no early refresh, and the
+  // current period keeps its length (the refresh stays due at 5 s).
+  fbf_config c = adaptive(1, 5s, 5s, 1e-3);
+  c.adaptation = fbf_adaptation::paper;
+  auto f = make_fbf(c);
+  for (std::uint64_t i = 0;
+       *fbf_false_positive_probability(f.bits_per_filter(), f.hash_count(), f.loads())
+       < 0.9e-3;
+       ++i)
+    (void)f.insert(element(1, i));
+  advance_ok(f, at_s(1));
+  BOOST_TEST(f.filter_count() == 6u);
+  BOOST_TEST(f.refresh_period().count() == fbf_duration{4s}.count());
+  BOOST_TEST(f.refresh_count() == 0u);
+  BOOST_TEST((f.next_refresh() == at_s(5)));
+  // Nothing changed the loads, so Eq. 3 is still high at 2 s: it scales up
+  // again (Tally's version would have refreshed early instead). The current
+  // period still ends at 5 s, although t is now 3 s.
+  advance_ok(f, at_s(2));
+  BOOST_TEST(f.filter_count() == 12u);
+  BOOST_TEST(f.refresh_period().count() == fbf_duration{3s}.count());
+  advance_ok(f, at_ms(4'999));
+  BOOST_TEST(f.refresh_count() == 0u);
+  advance_ok(f, at_s(5));
+  BOOST_TEST(f.refresh_count() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(algorithm_3_as_printed_lengthens_t_every_quiet_interval) {
+  // Second branch as printed: one filter fewer and t + 1 s at every
+  // adaptation with curFPP <= 0.1 target, up to max_refresh_period (Tally's
+  // version lengthens t only when a steady load would allow it).
+  fbf_config c = adaptive(3, 5s, 1s, 1e-3);
+  c.adaptation = fbf_adaptation::paper;
+  c.max_refresh_period = 8s;
+  auto f = make_fbf(c);
+  advance_ok(f, at_ms(1'500));
+  BOOST_TEST(f.past_filter_count() == 2u);
+  BOOST_TEST(f.refresh_period().count() == fbf_duration{6s}.count());
+  advance_ok(f, at_ms(10'500));
+  BOOST_TEST(f.past_filter_count() == 1u); // min_past_filters
+  BOOST_TEST(f.refresh_period().count() == fbf_duration{8s}.count());
+}
+
 BOOST_AUTO_TEST_CASE(adaptation_acts_on_the_fpp_predicted_after_the_next_refresh) {
   // N = 1: the present filter holds two periods of ids once the refresh
   // makes it the oldest, checked alone. Its FPP now (paired) is far below
