@@ -1,4 +1,5 @@
 #include "journal/partition_manifest.hpp"
+#include "journal/file_sync.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,22 +23,6 @@ constexpr const char* manifest_header = "tally partition manifest 1";
 std::mutex& manifest_mutex() {
   static std::mutex mu;
   return mu;
-}
-
-status io_failure(const std::string& what, const std::string& path, int err) {
-  return make_error(errc::io_error, what + " " + path + ": " + std::strerror(err));
-}
-
-status sync_file(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0)
-    return io_failure("cannot open", path, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0)
-    return io_failure("cannot sync", path, err);
-  return {};
 }
 
 } // namespace
@@ -111,11 +96,11 @@ status save_manifest(const std::string& root, const std::set<std::uint32_t>& par
     if (!out)
       return make_error(errc::io_error, "cannot write " + tmp);
   }
-  if (auto st = sync_file(tmp, false); !st)
+  if (auto st = sync_path(tmp, false); !st)
     return st;
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return io_failure("cannot rename to", path, errno);
-  return sync_file((fs::path{root} / "partitions").string(), true);
+  return sync_path((fs::path{root} / "partitions").string(), true);
 }
 
 namespace {

@@ -41,6 +41,20 @@ bound_object counter(const std::string& k) {
   return bound_object{object_key{"bucket", k}, crdt_type::counter};
 }
 
+// The value of each partition's key, read at one snapshot through `port`.
+std::vector<std::int64_t> values_of_every_partition(std::uint16_t port) {
+  wire_client c{port};
+  static_read_objects_req rd;
+  for (std::uint32_t p = 0; p < q; ++p)
+    rd.objects.push_back(counter(key_on(p)));
+  auto got = c.call(rd);
+  BOOST_REQUIRE(got && std::holds_alternative<static_read_objects_resp>(*got));
+  std::vector<std::int64_t> out;
+  for (const auto& v : std::get<static_read_objects_resp>(*got).objects.values)
+    out.push_back(std::get<std::int64_t>(v));
+  return out;
+}
+
 // What a tallyd run on `dir` that stops by itself printed (killed after
 // `limit` if it does not: it started serving).
 struct run_result {
@@ -118,14 +132,8 @@ BOOST_AUTO_TEST_CASE(the_manifest_lists_every_partition_the_node_holds) {
   // The undamaged data dir starts and serves what it held (the control).
   server s{base.dir(), "full"};
   BOOST_REQUIRE(s.start({"--partitions", std::to_string(q)}));
-  wire_client c{s.port};
-  static_read_objects_req rd;
-  for (std::uint32_t p = 0; p < q; ++p)
-    rd.objects.push_back(counter(key_on(p)));
-  auto got = c.call(rd);
-  BOOST_REQUIRE(got && std::holds_alternative<static_read_objects_resp>(*got));
-  for (const auto& v : std::get<static_read_objects_resp>(*got).objects.values)
-    BOOST_TEST(std::get<std::int64_t>(v) == 5);
+  for (auto v : values_of_every_partition(s.port))
+    BOOST_TEST(v == 5);
   BOOST_TEST(s.stop(SIGTERM) == 0);
 }
 
@@ -164,16 +172,10 @@ BOOST_AUTO_TEST_CASE(a_deleted_folder_is_a_refusal_until_the_loss_is_accepted) {
   BOOST_REQUIRE(save_manifest(dir, {0, 1, 2}));
   server s{dir, "full"};
   BOOST_REQUIRE(s.start({"--partitions", std::to_string(q)}));
-  wire_client c{s.port};
-  static_read_objects_req rd;
-  for (std::uint32_t p = 0; p < q; ++p)
-    rd.objects.push_back(counter(key_on(p)));
-  auto got = c.call(rd);
-  BOOST_REQUIRE(got && std::holds_alternative<static_read_objects_resp>(*got));
-  const auto& v = std::get<static_read_objects_resp>(*got).objects.values;
+  auto v = values_of_every_partition(s.port);
   BOOST_REQUIRE(v.size() == q);
-  BOOST_TEST(std::get<std::int64_t>(v[0]) == 5);
-  BOOST_TEST(std::get<std::int64_t>(v[3]) == 0); // lost, knowingly
+  BOOST_TEST(v[0] == 5);
+  BOOST_TEST(v[3] == 0); // lost, knowingly
   BOOST_TEST(s.stop(SIGTERM) == 0);
   auto m = load_manifest(dir);
   BOOST_REQUIRE(m && m->has_value());
