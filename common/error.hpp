@@ -39,6 +39,9 @@ enum class errc : std::uint8_t {
   aborted = 10,
   // A request did not complete in its time limit.
   timeout = 11,
+  // A bounded counter's replica lacks the rights for a decrement or transfer
+  // (AntidoteDB's no_permissions; its wire error code 2).
+  no_permissions = 12,
 };
 
 /// Short stable name of a code, for logs and messages ("overflow").
