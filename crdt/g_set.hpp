@@ -1,6 +1,6 @@
 // Grow-only set (AntidoteDB's antidote_crdt_set_go; AntidoteDB's protocol has
-// no type number for it, so it is reachable inside maps only until one is
-// chosen). The state is the set of elements ever added; an effect is the
+// no type number for it: Tally's own formats call it 128, crdt_type::gset).
+// The state is the set of elements ever added; an effect is the
 // elements to add and applying it is set union: commutative and idempotent.
 #pragma once
 
