@@ -5,10 +5,12 @@
 // every effect is everywhere, the replicas must agree.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "crdt/crdt_codec.hpp"
+#include "crdt/op_id.hpp"
 #include "tests/crdt/random_updates.hpp"
 
 /// Fails the test with the error's text unless `result` (an expected<T> or
@@ -25,7 +27,7 @@ namespace tally::test {
 class causal_simulation {
 public:
   struct sent_effect {
-    std::size_t origin;
+    op_id id; // <origin, index in the origin's log>
     std::vector<std::size_t> deps; // effects of each origin seen at prepare
     any_effect effect;
   };
@@ -35,9 +37,14 @@ public:
       : type_(type), rng_(rng), opts_(opts),
         states_(replicas, make_state(type)),
         seen_(replicas, std::vector<std::size_t>(replicas, 0)),
-        log_(replicas) {
+        applied_(replicas), log_(replicas) {
     opts_.replicas = replicas;
   }
+
+  /// With probability `p` per step, a replica receives again an effect it
+  /// already applied (a client retry, a journal replay, a replica resend)
+  /// and must recognise it by its op id, as the partition does.
+  void redeliver(double p) { p_redeliver_ = p; }
 
   /// Re-applies each delivered effect once more and checks that nothing
   /// changes (for types whose effects are idempotent).
@@ -47,7 +54,9 @@ public:
   /// `p_prepare`) or receives one effect that is causally ready.
   void step(double p_prepare) {
     const auto r = rng_.uniform(0, states_.size() - 1);
-    if (rng_.chance(p_prepare))
+    if (p_redeliver_ > 0 && rng_.chance(p_redeliver_))
+      redeliver_one(r);
+    else if (rng_.chance(p_prepare))
       prepare_at(r);
     else
       deliver_one(r);
@@ -72,6 +81,7 @@ public:
   }
   std::size_t prepared() const { return prepared_; }
   std::size_t refused() const { return refused_; }
+  std::size_t duplicates() const { return duplicates_; }
 
 private:
   void prepare_at(std::size_t r) {
@@ -87,8 +97,8 @@ private:
     }
     ++prepared_;
     check_round_trip(*effect);
-    apply_checked(r, *effect);
-    log_[r].push_back({r, seen_[r], *effect});
+    log_[r].push_back({op_id{r, log_[r].size()}, seen_[r], *effect});
+    receive(r, log_[r].back());
     ++seen_[r][r];
   }
 
@@ -113,8 +123,24 @@ private:
     if (origins.empty())
       return;
     const auto o = origins[rng_.uniform(0, origins.size() - 1)];
-    apply_checked(r, log_[o][seen_[r][o]].effect);
+    receive(r, log_[o][seen_[r][o]]);
     ++seen_[r][o];
+  }
+
+  void redeliver_one(std::size_t r) {
+    const auto o = rng_.uniform(0, log_.size() - 1);
+    if (seen_[r][o] == 0)
+      return;
+    receive(r, log_[o][rng_.uniform(0, seen_[r][o] - 1)]);
+  }
+
+  /// Applies an effect unless its op id was applied here before.
+  void receive(std::size_t r, const sent_effect& e) {
+    if (!applied_[r].insert(e.id).second) {
+      ++duplicates_;
+      return;
+    }
+    apply_checked(r, e.effect);
   }
 
   void apply_checked(std::size_t r, const any_effect& e) {
@@ -145,12 +171,15 @@ private:
   update_options opts_;
   std::vector<any_state> states_;
   std::vector<std::vector<std::size_t>> seen_; // [replica][origin]
+  std::vector<std::set<op_id>> applied_;       // [replica]
   std::vector<std::vector<sent_effect>> log_;  // [origin]
   std::uint64_t next_origin_ = 1;
   std::uint64_t now_us_ = 1;
   std::size_t prepared_ = 0;
   std::size_t refused_ = 0;
   bool check_idempotence_ = false;
+  double p_redeliver_ = 0;
+  std::size_t duplicates_ = 0;
 };
 
 } // namespace tally::test
