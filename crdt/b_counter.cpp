@@ -7,7 +7,7 @@ namespace tally {
 
 namespace {
 
-// Every sum stays within int64 so that value() and rights() are exact.
+// Every sum stays within int64 so that value() is exact.
 constexpr std::uint64_t max_sum = std::numeric_limits<std::int64_t>::max();
 
 bool fits(std::uint64_t a, std::uint64_t b) noexcept {
@@ -109,16 +109,21 @@ std::int64_t b_counter::value() const noexcept {
 }
 
 std::int64_t b_counter::rights(replica_id r) const noexcept {
-  std::int64_t held = 0;
+  // Each sum is at most 2^63-1, but received - given - decremented can pass
+  // -2^63 in a state no correct history reaches (decoded from hostile
+  // bytes): compute wide, clamp.
+  __extension__ typedef __int128 wide; // no -Wpedantic warning
+  wide held = 0;
   for (const auto& [k, v] : transfers_) {
     if (k.second == r)
-      held += static_cast<std::int64_t>(v);
+      held += v;
     else if (k.first == r)
-      held -= static_cast<std::int64_t>(v);
+      held -= v;
   }
   if (auto it = decrements_.find(r); it != decrements_.end())
-    held -= static_cast<std::int64_t>(it->second);
-  return held;
+    held -= it->second;
+  constexpr wide lowest = std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(held < lowest ? lowest : held);
 }
 
 void b_counter::encode(byte_writer& out) const {

@@ -17,6 +17,8 @@ expected<g_map_effect> g_map::prepare(const map_update& update,
   if (!update.removes.empty() || update.reset)
     return make_error(errc::wrong_type, "a grow-only map (gmap) takes "
                                         "updates only, not remove or reset");
+  if (auto st = map_entries::check_depth(update); !st)
+    return st.err();
   std::vector<map_key> keys;
   for (const auto& u : update.updates)
     keys.push_back(u.key);

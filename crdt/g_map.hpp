@@ -31,7 +31,8 @@ struct g_map_effect {
 class g_map {
 public:
   /// errc::wrong_type for a remove or reset; errc::invalid_argument for a
-  /// key named twice; the nested type's error for a nested update.
+  /// key named twice or maps nested deeper than byte_reader::max_depth;
+  /// the nested type's error for a nested update.
   expected<g_map_effect> prepare(const map_update& update,
                                  downstream_context& ctx) const;
   /// All or nothing: on a nested error the map is unchanged.

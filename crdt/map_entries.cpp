@@ -14,7 +14,28 @@ auto position(Entries& entries, const map_key& key) {
                           });
 }
 
+/// True when `u`, counted as one level, nests maps more than `levels` deep;
+/// recurses at most `levels` deep whatever the input.
+bool deeper_than(const map_update& u, int levels) {
+  if (levels <= 0)
+    return true;
+  for (const auto& ku : u.updates)
+    if (const auto* inner = std::get_if<map_update>(&ku.update))
+      if (deeper_than(*inner, levels - 1))
+        return true;
+  return false;
+}
+
 } // namespace
+
+status check_depth(const map_update& update) {
+  if (deeper_than(update, byte_reader::max_depth))
+    return make_error(errc::invalid_argument,
+                      "maps nested deeper than "
+                        + std::to_string(byte_reader::max_depth)
+                        + " levels");
+  return {};
+}
 
 const keyed_state* find(const std::vector<keyed_state>& entries,
                         const map_key& key) {

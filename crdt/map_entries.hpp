@@ -13,6 +13,11 @@ namespace tally::map_entries {
 const keyed_state* find(const std::vector<keyed_state>& entries,
                         const map_key& key);
 
+/// errc::invalid_argument when `update` nests maps deeper than
+/// byte_reader::max_depth levels (itself included): a state or effect that
+/// deep could not be decoded again, so it is never prepared.
+status check_depth(const map_update& update);
+
 /// errc::invalid_argument naming the first key that appears twice.
 status check_distinct(std::vector<map_key> keys);
 

@@ -26,6 +26,8 @@ rr_map_effect rr_map_effect::decode(byte_reader& in) {
 
 expected<rr_map_effect> rr_map::prepare(const map_update& update,
                                         downstream_context& ctx) const {
+  if (auto st = map_entries::check_depth(update); !st)
+    return st.err();
   std::vector<map_key> removes = update.removes;
   if (update.reset) {
     if (!update.updates.empty() || !update.removes.empty())

@@ -35,8 +35,9 @@ struct rr_map_effect {
 
 class rr_map {
 public:
-  /// errc::invalid_argument for a key named twice or a reset together with
-  /// updates or removes; the nested type's error for a nested update.
+  /// errc::invalid_argument for a key named twice, a reset together with
+  /// updates or removes, or maps nested deeper than byte_reader::max_depth;
+  /// the nested type's error for a nested update.
   expected<rr_map_effect> prepare(const map_update& update,
                                   downstream_context& ctx) const;
   /// All or nothing: on a nested error the map is unchanged.

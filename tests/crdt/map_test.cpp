@@ -159,25 +159,45 @@ BOOST_AUTO_TEST_CASE(failed_nested_effect_leaves_the_map_unchanged) {
   BOOST_TEST((m == before));
 }
 
-BOOST_AUTO_TEST_CASE(nesting_deeper_than_the_limit_is_refused_at_decode) {
-  auto nested_map = [](int levels) {
+BOOST_AUTO_TEST_CASE(maps_nest_at_most_max_depth_levels) {
+  // `levels` maps, each holding the next under "k", a counter innermost.
+  auto nested_update = [](int levels) {
     any_update u = counter_update{1};
     crdt_type inner = crdt_type::counter;
-    for (int i = 0; i < levels; ++i) {
+    for (int i = 1; i < levels; ++i) {
       u = updates({nested("k", inner, u)});
       inner = crdt_type::gmap;
     }
-    return after(crdt_type::gmap, make_state(crdt_type::gmap), u, 1);
+    return updates({nested("k", inner, u)});
   };
-  const auto ok = encode_typed_state(crdt_type::gmap,
-                                     nested_map(byte_reader::max_depth));
-  BOOST_TEST(decode_typed_state(ok).has_value());
-  const auto deep = encode_typed_state(crdt_type::gmap,
-                                       nested_map(byte_reader::max_depth + 1));
-  auto back = decode_typed_state(deep);
-  BOOST_REQUIRE(!back.has_value());
-  BOOST_TEST((back.err().code() == errc::corrupt));
-  BOOST_TEST(back.err().message().find("nesting") != std::string::npos);
+  constexpr int limit = byte_reader::max_depth;
+  for (auto type : {crdt_type::gmap, crdt_type::rrmap}) {
+    auto ok = after(type, make_state(type), nested_update(limit), 1);
+    auto back = decode_typed_state(encode_typed_state(type, ok));
+    TALLY_REQUIRE_OK(back);
+    BOOST_TEST((back->state == ok));
+    downstream_context ctx{token_source{2}, 1};
+    auto deep = prepare(type, make_state(type), nested_update(limit + 1), ctx);
+    BOOST_REQUIRE(!deep.has_value());
+    BOOST_TEST((deep.err().code() == errc::invalid_argument));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bytes_nesting_deeper_than_the_limit_are_refused) {
+  // Hand-made: version 2, gmap, then per level one entry "k" of type gmap.
+  auto bytes = [](int levels) {
+    std::string b{"\x02\x08"};
+    for (int i = 1; i < levels; ++i)
+      b += std::string{"\x01\x01k\x08"};
+    return b + '\0';
+  };
+  BOOST_TEST(decode_typed_state(bytes(byte_reader::max_depth)).has_value());
+  auto deep = decode_typed_state(bytes(byte_reader::max_depth + 1));
+  BOOST_REQUIRE(!deep.has_value());
+  BOOST_TEST((deep.err().code() == errc::corrupt));
+  BOOST_TEST(deep.err().message().find("nesting") != std::string::npos);
+  // Far deeper input is refused just as well, without exhausting the stack.
+  BOOST_TEST(!decode_typed_state(bytes(100000)).has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
