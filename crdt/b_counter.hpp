@@ -7,10 +7,11 @@
 // replica; all effects are additions to these sums, so they commute.
 //
 // The guarantee "never below 0" holds when each replica id is prepared by
-// one writer at a time, in sequence (only replica r spends r's rights, and
-// its effects reach other replicas after the transfers they depend on:
-// causal delivery). A partition that prepares several transactions on one
-// snapshot must count the undecided decrements against the rights, as it
+// one writer at a time, in sequence, against everything that writer has
+// prepared before (only replica r spends r's rights, and its effects reach
+// other replicas after the transfers they depend on: causal delivery). A
+// partition must therefore check against its latest state minus the
+// undecided decrements, not against a transaction's older snapshot, as it
 // does for counter overflow (docs/DATATYPES.md, "Not done yet").
 //
 // Like the PN counter, applying an effect twice counts it twice: exactly-once
