@@ -61,14 +61,15 @@ expected<std::string> decode_reencode(std::size_t i, std::string_view bytes) {
 BOOST_AUTO_TEST_SUITE(crdt_laws)
 
 BOOST_AUTO_TEST_CASE(replicas_converge_under_any_causal_delivery_order) {
+  // 2 to 4 replicas, up to 120 steps, every type.
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
     for (auto type : all_types()) {
       BOOST_TEST_CONTEXT("type " << type) {
         std::size_t prepared = 0;
-        for (int round = 0; round < 40; ++round) {
-          causal_simulation sim{type, 3, rng};
-          const auto steps = rng.uniform(1, 80);
+        for (int round = 0; round < 100; ++round) {
+          causal_simulation sim{type, rng.uniform(2, 4), rng};
+          const auto steps = rng.uniform(1, 120);
           for (std::uint64_t i = 0; i < steps; ++i)
             sim.step(0.5);
           sim.drain();
