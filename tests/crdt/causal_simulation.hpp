@@ -76,9 +76,6 @@ public:
   }
 
   const std::vector<any_state>& states() const { return states_; }
-  const std::vector<sent_effect>& effects_of(std::size_t r) const {
-    return log_[r];
-  }
   std::size_t prepared() const { return prepared_; }
   std::size_t refused() const { return refused_; }
   std::size_t duplicates() const { return duplicates_; }
