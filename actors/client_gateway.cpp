@@ -24,6 +24,7 @@ public:
       : sys_(sys), ctx_(std::move(ctx)), txs_(std::move(txs)) {}
 
   void closed(session_id session) override { txs_->forget_session(session); }
+  bool holds_state(session_id session) override { return txs_->holds(session); }
 
   void handle(session_id session, request req, reply_fn reply) override {
     std::visit(

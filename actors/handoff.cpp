@@ -1,4 +1,5 @@
 #include "actors/handoff.hpp"
+#include "journal/partition_manifest.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -146,6 +147,9 @@ expected<bool> incoming_partition::finish() {
                                         + ": " + ec.message());
   if (auto st = sync_path((fs::path{root_} / "partitions").string(), true); !st)
     return st.err();
+  // Listed only once whole and in place (partition_manifest.hpp).
+  if (auto st = manifest_add(root_, p_); !st)
+    return st.err();
   return true;
 }
 
@@ -173,6 +177,9 @@ expected<std::size_t> remove_handoff_leftovers(const std::string& root) {
 }
 
 status remove_partition_dir(const std::string& root, std::uint32_t p) {
+  // Unlisted before anything is deleted (partition_manifest.hpp).
+  if (auto st = manifest_remove(root, p); !st)
+    return st;
   auto dir = partition_dir(root, p);
   auto old = dir + ".old";
   std::error_code ec;
@@ -186,25 +193,5 @@ status remove_partition_dir(const std::string& root, std::uint32_t p) {
   return {};
 }
 
-expected<std::vector<std::uint32_t>> present_partitions(const std::string& root,
-                                                         std::uint32_t q) {
-  std::vector<std::uint32_t> out;
-  std::error_code ec;
-  for (fs::directory_iterator i{fs::path{root} / "partitions", ec}, end;
-       !ec && i != end; i.increment(ec)) {
-    auto name = i->path().filename().string();
-    if (!i->is_directory() || name.empty() || name.size() > 6
-        || name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    auto p = static_cast<std::uint32_t>(std::stoul(name));
-    if (p < q && std::to_string(p) == name)
-      out.push_back(p);
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return make_error(errc::io_error, "cannot list " + root + "/partitions: "
-                                        + ec.message());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 } // namespace tally

@@ -74,9 +74,5 @@ expected<std::size_t> remove_handoff_leftovers(const std::string& root);
 /// so a crash halfway leaves a leftover, never a half partition).
 status remove_partition_dir(const std::string& root, std::uint32_t p);
 
-/// The partitions present under <root>/partitions (folders named by a
-/// number below q), ascending.
-expected<std::vector<std::uint32_t>> present_partitions(const std::string& root,
-                                                         std::uint32_t q);
 
 } // namespace tally

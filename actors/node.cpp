@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <mutex>
+#include <set>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 
 #include "actors/client_gateway.hpp"
 #include "actors/handoff.hpp"
+#include "journal/partition_manifest.hpp"
 #include "common/log.hpp"
 #include "actors/membership.hpp"
 #include "actors/partition_actor.hpp"
@@ -244,6 +246,28 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   auto present = present_partitions(cfg.data_dir, std::max<std::uint32_t>(cfg.partitions, max_partition_count));
   if (!present)
     return present.err();
+  // The partitions whose data this node holds on disk (partition_manifest.hpp):
+  // each must still have its folder, and opens only with its data file whole.
+  auto manifest = load_manifest(cfg.data_dir);
+  if (!manifest)
+    return manifest.err();
+  std::set<std::uint32_t> listed;
+  if (*manifest) {
+    listed = **manifest;
+    for (auto p : listed)
+      if (!std::binary_search(present->begin(), present->end(), p))
+        return make_error(errc::corrupt,
+                          "partition " + std::to_string(p) + ": listed in "
+                            + manifest_path(cfg.data_dir) + " but its folder "
+                            + partition_dir(cfg.data_dir, p)
+                            + " is missing (deleted?): this node's data of it is lost. Restore "
+                              "the folder, or accept the loss by deleting the line \"partition "
+                            + std::to_string(p)
+                            + "\" from the manifest (docs/NODE.md, \"Damaged storage\")");
+  } else {
+    // A data dir from before the manifest: every folder there is held data.
+    listed.insert(present->begin(), present->end());
+  }
   // The ring: saved, joined, or new with this node owning everything.
   auto saved = load_ring(cfg.data_dir);
   if (!saved)
@@ -289,21 +313,24 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   // but another node owns (a handoff under way at a crash) is not served:
   // the membership ships it, or deletes it once the owner serves it.
   std::vector<std::uint32_t> held, unopened;
-  if (founder || (present->empty() && ring->members().size() == 1)) {
+  // A lone node holds every partition: one with no folder and not in the
+  // manifest is new (a founder's), or lost and accepted as lost by its
+  // operator (docs/NODE.md, "Damaged storage"): it is created empty.
+  if (founder || ring->members().size() == 1) {
     for (std::uint32_t i = 0; i < cfg.partitions; ++i)
       held.push_back(i);
   } else {
     for (auto p : *present)
-      (ring->members().size() == 1 || ring->owners().owners[p] == *id ? held : unopened)
-        .push_back(p);
+      (ring->owners().owners[p] == *id ? held : unopened).push_back(p);
   }
   if (!unopened.empty())
     log(log_level::info, unopened.size(), " partition(s) on disk belong to other nodes "
                          "now: not served here, handed off");
-  auto opts_for = [cfg, root](std::uint32_t i) {
+  auto opts_for = [cfg, root](std::uint32_t i, bool must_exist) {
     partition_options po;
     po.index = i;
     po.path = (root / "partitions" / std::to_string(i)).string();
+    po.must_exist = must_exist;
     po.mode = cfg.mode;
     po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
     po.max_fbfs = max_fbfs_of(cfg);
@@ -318,7 +345,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   std::vector<std::unique_ptr<partition_core>> cores;
   std::uint64_t max_clock = 0;
   for (auto i : held) {
-    auto po = opts_for(i);
+    auto po = opts_for(i, listed.count(i) != 0);
     auto core = partition_core::open(po);
     if (!core)
       return make_error(core.err().code(), "partition " + std::to_string(i)
@@ -326,6 +353,15 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                                              + core.err().message());
     max_clock = std::max(max_clock, (*core)->clock());
     cores.push_back(std::move(*core));
+  }
+  {
+    // Listed from now on: what was opened (a founder's new partitions
+    // included) and what is on disk for other nodes.
+    std::set<std::uint32_t> now(present->begin(), present->end());
+    now.insert(held.begin(), held.end());
+    if (!*manifest || now != listed)
+      if (auto s = save_manifest(cfg.data_dir, now); !s)
+        return s.err();
   }
   std::vector<undecided_tx> undecided;
   if (auto st = resolve_undecided(cores, ring->members().size() == 1, undecided); !st)
@@ -368,7 +404,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   bool detached = cfg.partitions_detached();
   mc.open_partition = [&sys, opts_for, board, detached, timers,
                        spawned](std::uint32_t i) -> expected<caf::actor> {
-    auto core = partition_core::open(opts_for(i));
+    auto core = partition_core::open(opts_for(i, true)); // reopened: its data is there
     if (!core)
       return core.err();
     auto a = spawn_partition(sys, std::move(*core), detached, board_slot(board, i), timers);
@@ -402,6 +438,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.requests = cfg.limits.requests;
   so.max_partial_request_bytes = cfg.limits.max_partial_request_bytes;
   so.idle_timeout = cfg.limits.idle_timeout;
+  so.evict_idle_after = cfg.limits.evict_idle_after;
   so.request_read_timeout = cfg.limits.request_read_timeout;
   auto gateway = make_client_gateway(sys, ctx);
   self->actors_.push_back(gateway.sweeper);

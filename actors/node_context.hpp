@@ -33,6 +33,9 @@ struct node_limits {
   std::size_t max_partial_request_bytes = 256u << 20;
   /// Connections idle this long are closed (0: never).
   std::chrono::milliseconds idle_timeout{300000};
+  /// At the connection limit, an idle connection is closed to admit a new
+  /// one once idle this long (server_options::evict_idle_after).
+  std::chrono::milliseconds evict_idle_after{2000};
   /// Connections stalled inside a request this long are closed (0: never).
   std::chrono::milliseconds request_read_timeout{10000};
   /// Updates one interactive transaction may buffer.

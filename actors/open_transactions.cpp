@@ -129,6 +129,11 @@ void open_transactions::release_session(std::uint64_t session) {
     per_session_.erase(s);
 }
 
+bool open_transactions::holds(std::uint64_t session) const {
+  std::lock_guard<std::mutex> g{mu_};
+  return per_session_.count(session) != 0;
+}
+
 void open_transactions::forget_session(std::uint64_t session) {
   std::lock_guard<std::mutex> g{mu_};
   if (per_session_.count(session) == 0)

@@ -57,6 +57,8 @@ public:
   /// Aborts every open transaction started by `session` (its connection
   /// closed: nobody can commit them any more).
   void forget_session(std::uint64_t session);
+  /// True while `session` has an open transaction.
+  bool holds(std::uint64_t session) const;
   std::size_t size() const;
 
 private:

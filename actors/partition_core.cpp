@@ -107,7 +107,8 @@ std::uint64_t sub_floor(std::uint64_t a, std::uint64_t b) noexcept {
 expected<std::unique_ptr<partition_core>>
 partition_core::open(partition_options opts) {
   std::error_code ec;
-  std::filesystem::create_directories(opts.path, ec);
+  if (!opts.must_exist) // else a missing folder is an error, not a new partition
+    std::filesystem::create_directories(opts.path, ec);
   if (ec)
     return make_error(errc::io_error, "cannot create partition directory "
                                         + opts.path + ": " + ec.message());
@@ -119,6 +120,7 @@ partition_core::open(partition_options opts) {
   jo.mode = o.mode;
   jo.collect_effects = false; // keys load on demand through the index
   jo.map_size = o.map_size;
+  jo.must_exist = o.must_exist;
   auto opened = journal::open(jo, o.env);
   if (!opened)
     return opened.err();
@@ -357,8 +359,8 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
       // multi-partition transaction sent at once). Wait-die with a grace
       // period, on (snapshot time, tx_id), one order for every partition:
       // the younger waits for the older as long as needed; the older waits
-      // at most older_wait_us, then fails (errc::aborted, nothing applied;
-      // its client retries). Every cycle has an older-waits edge, so it
+      // at most older_wait_us, then fails (errc::gave_way, nothing applied;
+      // its coordinator retries, see commit_writes). Every cycle has an older-waits edge, so it
       // breaks within that bound. A one-step transaction holds nothing
       // elsewhere: it always waits.
       std::uint64_t die_at = UINT64_MAX;
@@ -520,7 +522,7 @@ expected<prepare_outcome> partition_core::resume_prepare(const tx_id& tx) {
                       "transaction aborted while its prepare waited for "
                       "the outcome of a retried op id");
   if (pp.expired)
-    return make_error(errc::aborted,
+    return make_error(errc::gave_way,
                       "partition " + std::to_string(opts_.index)
                         + ": an op id of this transaction is in flight in a "
                           "younger undecided transaction that did not finish "

@@ -116,6 +116,9 @@ struct partition_options {
   std::uint64_t older_wait_us = 200'000;
   /// The LMDB map size (tallyd --map-size).
   std::uint64_t map_size = default_map_size;
+  /// The node's manifest lists this partition: its data file must be there
+  /// and whole, else open() fails (lmdb_options::must_exist).
+  bool must_exist = false;
   /// The journal's I/O seam: nullptr opens LMDB at `path`; tests pass a
   /// fault_env to inject a full map.
   std::shared_ptr<storage_env> env;
@@ -218,13 +221,14 @@ public:
   /// waits as long as needed only for an older transaction, by (snapshot
   /// time, tx_id); for a younger one at most options.older_wait_us
   /// (outcome.wait_bound_us), after which expire_waits() lists it and
-  /// resume_prepare() fails it with errc::aborted, nothing staged (its
-  /// client retries). A one-step prepare holds nothing elsewhere and
-  /// always waits.
+  /// resume_prepare() fails it with errc::gave_way, nothing staged (its
+  /// coordinator retries it: commit_writes). A one-step prepare holds
+  /// nothing elsewhere and always waits.
   /// Transactions whose prepare is ready to be resumed; the list is emptied.
   std::vector<tx_id> take_ready();
   /// Resumes a pending prepare listed by take_ready(). errc::aborted when
   /// its transaction was aborted while it waited (stage_abort);
+  /// errc::gave_way when its wait bound passed (expire_waits);
   /// errc::not_found for a transaction with no pending prepare.
   expected<prepare_outcome> resume_prepare(const tx_id& tx);
   /// Lists the waits whose bound passed (see wait_bound_us) as ready;

@@ -123,6 +123,16 @@ void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
               });
 }
 
+namespace {
+
+using writes_by_partition = std::map<std::uint32_t, std::vector<tx_update>>;
+
+void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                      tx_id tx, std::uint64_t snapshot, writes_by_partition writes,
+                      std::function<void(expected<std::uint64_t>)> done, int attempt);
+
+} // namespace
+
 void commit_writes(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
                    tx_id tx, std::uint64_t snapshot,
                    std::map<std::uint32_t, std::vector<tx_update>> writes,
@@ -139,6 +149,14 @@ void commit_writes(caf::actor_system& sys, std::shared_ptr<const node_context> c
                             done(r.time);
                         });
   }
+  commit_two_phase(sys, std::move(ctx), tx, snapshot, std::move(writes), std::move(done), 0);
+}
+
+namespace {
+
+void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                      tx_id tx, std::uint64_t snapshot, writes_by_partition writes,
+                      std::function<void(expected<std::uint64_t>)> done, int attempt) {
   // Every participant is routed before anything is sent: a partition that
   // is unavailable fails the commit with nothing prepared anywhere.
   {
@@ -158,13 +176,21 @@ void commit_writes(caf::actor_system& sys, std::shared_ptr<const node_context> c
     parts.push_back(w.first);
   auto prepared = std::make_shared<gather<std::uint64_t>>();
   prepared->left = parts.size();
-  auto on_prepared = [&sys, ctx, tx, parts, prepared, done](part_time_resp r) {
+  // Kept for a run again after errc::gave_way (the requests take `writes`).
+  auto again = attempt < max_gave_way_retries
+                 ? std::make_shared<const writes_by_partition>(writes)
+                 : nullptr;
+  auto on_prepared = [&sys, ctx, tx, snapshot, parts, prepared, done, again,
+                      attempt](part_time_resp r) {
     auto t = r.time;
     if (!prepared->add(std::move(r.err), [t](std::uint64_t& m) { m = std::max(m, t); }))
       return;
     if (prepared->err) {
       for (auto p : parts)
         send_abort(*ctx, p, tx);
+      if (prepared->err->code() == errc::gave_way && again)
+        return commit_two_phase(sys, ctx, next_static_tx_id(*ctx), snapshot, *again, done,
+                                attempt + 1);
       return done(*prepared->err);
     }
     const auto commit_time = prepared->acc;
@@ -185,5 +211,7 @@ void commit_writes(caf::actor_system& sys, std::shared_ptr<const node_context> c
     call_prepare(sys, *ctx, p, part_prepare_req{tx, std::move(ups), snapshot, true},
                  on_prepared);
 }
+
+} // namespace
 
 } // namespace tally

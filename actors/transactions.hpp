@@ -68,10 +68,21 @@ void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
              std::function<void(expected<std::vector<crdt_value>>)> done);
 
 /// Commits `writes` (by partition) of transaction `tx` read at `snapshot`;
-/// `done` gets the commit time or the error.
+/// `done` gets the commit time or the error. A two-phase commit whose
+/// prepare gave way to another transaction holding one of its op ids
+/// (errc::gave_way: two copies of one multi-partition transaction, sent at
+/// once, waiting for each other) is aborted and run again under a new
+/// transaction id, up to max_gave_way_retries times: the retry then waits
+/// for the other copy's outcome (a duplicate once it commits, applied if
+/// it aborts) instead of failing its client.
 void commit_writes(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
                    tx_id tx, std::uint64_t snapshot,
                    std::map<std::uint32_t, std::vector<tx_update>> writes,
                    std::function<void(expected<std::uint64_t>)> done);
+
+/// How often commit_writes runs a two-phase commit again after errc::gave_way
+/// (each attempt waits at most partition_options::older_wait_us, 200 ms, for
+/// the transaction it gives way to) before its client gets `aborted`.
+constexpr int max_gave_way_retries = 10;
 
 } // namespace tally

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "client/client.hpp"
+#include "journal/data_dir_report.hpp"
 #include "protocol/descriptor.hpp"
 
 namespace {
@@ -57,6 +58,7 @@ commands:
   cluster status                          members and partition ownership
   cluster leave [NODE-ID]                 ask a member to leave the cluster
   cluster local --nodes N [...]           run N local tallyd processes
+  inspect [--deep] DATA-DIR               check a data dir offline (no node)
 
 options:
   --host H        node address (default 127.0.0.1)
@@ -102,6 +104,19 @@ constexpr const char* status_usage =
 Connects and reports whether the node is reachable and the round-trip time
 of one static read. Richer status (ring, partitions, FBF windows) comes with
 the node's admin API.
+)";
+
+constexpr const char* inspect_usage =
+  R"(usage: tally inspect [--deep] DATA-DIR
+
+Checks a tallyd data directory without a node, as tallyd checks it before
+it starts (docs/NODE.md, "Damaged storage"): the partitions its manifest
+lists, the folders there, and each data file's headers and size. With
+--deep it also reads every entry of every database (LMDB read-only, one
+child process per partition), which finds zeroed or garbled pages. Reads
+only: safe on a damaged directory and next to a running node. Exit code 0
+when nothing is damaged, 1 when something is (it is printed), 2 for bad
+usage or a folder that is not a data dir.
 )";
 
 [[noreturn]] void bad_usage(const std::string& message, const char* usage) {
@@ -302,6 +317,24 @@ subcommands:
 
 'tally cluster <subcommand> --help' for each.
 )";
+
+int run_inspect(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (is_help(a)) {
+      std::cout << inspect_usage;
+      return exit_ok;
+    }
+  bool deep = !args.empty() && args[0] == "--deep";
+  if (args.size() != (deep ? 2u : 1u))
+    bad_usage("inspect takes [--deep] and one data dir", inspect_usage);
+  auto r = inspect_data_dir(args.back(), deep);
+  if (!r) {
+    std::cerr << "tally: " << r.err().message() << '\n';
+    return exit_usage;
+  }
+  std::cout << to_text(*r);
+  return r->damaged() ? exit_failed : exit_ok;
+}
 
 constexpr const char* cluster_status_usage =
   R"(usage: tally [--host H] [--port P] [options] cluster status
@@ -1004,6 +1037,8 @@ int main(int argc, char** argv) {
   }
   if (command == "cluster")
     return run_cluster(opts, rest);
+  if (command == "inspect")
+    return run_inspect(rest);
   if (usage == nullptr)
     bad_usage("unknown command '" + command + "'", main_usage);
   for (const auto& a : rest)

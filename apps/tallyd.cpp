@@ -1,7 +1,10 @@
 // tallyd: one Tally node (docs/NODE.md). Serves AntidoteDB's client protocol
 // on --bind:--port from the partitions under --data-dir until SIGTERM or
 // SIGINT, then flushes and exits 0. Exit codes: 0 clean shutdown, 1 start
-// failure (unusable data dir, port in use, recovery error), 2 bad flag.
+// failure (unusable data dir, port in use, recovery error, a partition's
+// data missing or damaged), 2 bad flag, 3 damaged storage found while
+// running (an LMDB assertion on a damaged page, or SIGBUS on a data file cut
+// short; journal/storage_faults.hpp).
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -23,6 +26,7 @@
 
 #include "common/log.hpp"
 #include "actors/node.hpp"
+#include "journal/storage_faults.hpp"
 
 namespace {
 
@@ -60,6 +64,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           and is closed (default 268435456)
   --idle-timeout-ms MS    close a connection idle this long (default
                           300000; 0 = never)
+  --evict-idle-after-ms MS
+                          at --max-connections, a connection idle this long
+                          without an open transaction is closed to admit a
+                          new one (default 2000; 0 = refuse new ones)
   --request-read-timeout-ms MS
                           close a connection stalled inside a request this
                           long (default 10000; 0 = never)
@@ -188,6 +196,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_partial_request_bytes = parse_uint(key, v, 1ull << 40);
   } else if (key == "idle-timeout-ms") {
     cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
+  } else if (key == "evict-idle-after-ms") {
+    cfg.limits.evict_idle_after = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "request-read-timeout-ms") {
     cfg.limits.request_read_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "max-parked-reads") {
@@ -346,6 +356,9 @@ int main(int argc, char** argv) {
     std::cout << usage;
     return 0;
   }
+  // A data file cut short under the node: a clear message, not a bare
+  // SIGBUS (journal/storage_faults.hpp).
+  install_storage_fault_handlers();
   // Block SIGTERM/SIGINT before CAF starts its threads, so they inherit the
   // mask and only sigwait() below ever sees the signals.
   sigset_t stop_signals;

@@ -11,9 +11,10 @@ still served.
     bench/exhaustion.py                   # every attack
     bench/exhaustion.py --only no-reader  # one of: no-reader partial-frames
                                           #   big-transaction fbf-buckets
+                                          #   idle-sockets
     BUILD_DIR=/tmp/build bench/exhaustion.py
 """
-import argparse, os, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
+import argparse, os, resource, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
 
 BUILD_DIR = os.environ.get("BUILD_DIR", "build")
 
@@ -231,11 +232,59 @@ def fbf_buckets(port, buckets):
         s.close()
     return attack
 
+def idle_sockets(port, count):
+    """`count` sockets (the node's --max-connections) connect and never send
+    a byte; then a newcomer connects every 0.5 s and reads once. Before
+    --evict-idle-after-ms every newcomer was shut out until the idle timeout
+    (300 s)."""
+    def attack(seconds):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < count + 64:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 64), hard))
+        idle = []
+        for _ in range(count):
+            try:
+                idle.append(socket.create_connection(("127.0.0.1", port)))
+            except OSError:
+                break
+        start = time.monotonic(); end = start + seconds
+        tried = served = 0; first = None
+        while time.monotonic() < end:
+            tried += 1
+            try:
+                s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+                s.sendall(static_read("bench", "newcomer"))
+                if read_frame(s) is not None:
+                    served += 1
+                    if first is None:
+                        first = time.monotonic() - start
+                s.close()
+            except OSError:
+                pass
+            time.sleep(0.5)
+        closed = 0
+        for s in idle:
+            s.setblocking(False)
+            try:
+                if s.recv(1) == b"":
+                    closed += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed += 1
+            s.close()
+        first_text = "never" if first is None else f"first after {first:.1f} s"
+        print(f"  idle-sockets: {len(idle)} idle sockets; newcomers served {served} of {tried} "
+              f"({first_text}); idle sockets closed to make room: {closed}")
+    return attack
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--buckets", type=int, default=1000)
+    ap.add_argument("--connections", type=int, default=1024,
+                    help="idle sockets for idle-sockets (tallyd's --max-connections)")
     a = ap.parse_args()
     tallyd = os.path.join(BUILD_DIR, "bin", "tallyd")
     if not os.access(tallyd, os.X_OK):
@@ -256,6 +305,7 @@ def main():
             "partial-frames": partial_frames(port),
             "big-transaction": big_transaction(port),
             "fbf-buckets": fbf_buckets(port, a.buckets),
+            "idle-sockets": idle_sockets(port, a.connections),
         }
         for name, attack in attacks.items():
             if a.only and a.only != name:

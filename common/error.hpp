@@ -39,9 +39,13 @@ enum class errc : std::uint8_t {
   aborted = 10,
   // A request did not complete in its time limit.
   timeout = 11,
+  // A two-phase prepare gave way to a transaction holding one of its op ids
+  // that it may itself be blocking elsewhere (wait-die; nothing was
+  // applied). Its coordinator retries it; clients see it as `aborted`.
+  gave_way = 12,
   // A bounded counter's replica lacks the rights for a decrement or transfer
   // (AntidoteDB's no_permissions; its wire error code 2).
-  no_permissions = 12,
+  no_permissions = 13,
 };
 
 /// Short stable name of a code, for logs and messages ("overflow").

@@ -133,7 +133,7 @@ const char* to_string(durability d) noexcept {
 expected<opened_journal> journal::open(const journal_options& opts,
                                        std::shared_ptr<storage_env> env) {
   if (!env) {
-    auto real = lmdb_env::open(lmdb_options{opts.path, opts.map_size});
+    auto real = lmdb_env::open(lmdb_options{opts.path, opts.map_size, opts.must_exist});
     if (!real)
       return real.err();
     env = std::move(*real);

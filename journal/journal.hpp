@@ -76,6 +76,8 @@ struct journal_options {
   std::string path;                          // the replica's directory
   std::uint64_t partition_id = 0;            // checked against meta
   std::uint64_t map_size = default_map_size; // LMDB map size, bytes
+  /// The data file must exist already (lmdb_options::must_exist).
+  bool must_exist = false;
   durability mode = durability::full;
   /// Recovery gathers the committed effects per key since the checkpoint
   /// (recovery_result::effects) to warm the cache. Off, recovery only

@@ -1,13 +1,35 @@
 #include "journal/lmdb_env.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <vector>
 
 #include <lmdb.h>
 
+#include "common/log.hpp"
+#include "journal/lmdb_file_check.hpp"
+#include "journal/storage_faults.hpp"
+
 namespace tally {
+
+namespace {
+
+// LMDB found a damaged page (storage_faults.hpp): it cannot go on, so the
+// process stops, saying which data file.
+void on_lmdb_assert(MDB_env* env, const char* msg) {
+  const char* path = nullptr;
+  if (env == nullptr || mdb_env_get_path(env, &path) != MDB_SUCCESS)
+    path = nullptr;
+  log(log_level::error, "storage damaged: LMDB found a damaged page in ",
+      path ? path : "a data file", "/", lmdb_data_file, " (", msg ? msg : "assertion",
+      "); stopping. Restore the partition's data, then start again (docs/NODE.md, "
+      "\"Damaged storage\")");
+  std::_Exit(storage_damaged_exit_code);
+}
+
+} // namespace
 
 const char* to_string(store_db db) noexcept {
   switch (db) {
@@ -248,6 +270,10 @@ private:
 } // namespace
 
 expected<std::unique_ptr<lmdb_env>> lmdb_env::open(const lmdb_options& opts) {
+  // Before anything is created or mapped: LMDB would re-create a missing or
+  // empty file, and map a truncated one (SIGBUS at the first read past it).
+  if (auto checked = check_lmdb_file(opts.path, opts.must_exist); !checked)
+    return checked.err();
   std::error_code ec;
   std::filesystem::create_directories(opts.path, ec);
   if (ec)
@@ -257,7 +283,9 @@ expected<std::unique_ptr<lmdb_env>> lmdb_env::open(const lmdb_options& opts) {
   if (int rc = mdb_env_create(&raw); rc != MDB_SUCCESS)
     return lmdb_error(rc, "create environment", opts.path, opts.map_size);
   std::unique_ptr<lmdb_env> env{new lmdb_env(raw, opts.path, opts.map_size)};
-  int rc = mdb_env_set_maxdbs(raw, store_db_count);
+  int rc = mdb_env_set_assert(raw, &on_lmdb_assert);
+  if (rc == MDB_SUCCESS)
+    rc = mdb_env_set_maxdbs(raw, store_db_count);
   if (rc == MDB_SUCCESS)
     rc = mdb_env_set_mapsize(raw, opts.map_size);
   if (rc == MDB_SUCCESS)
@@ -268,6 +296,10 @@ expected<std::unique_ptr<lmdb_env>> lmdb_env::open(const lmdb_options& opts) {
   MDB_envinfo info{};
   if (mdb_env_info(raw, &info) == MDB_SUCCESS)
     env->map_size_ = info.me_mapsize; // an existing file may hold a larger map
+  auto [addr, len] = find_file_mapping(
+    (std::filesystem::path{opts.path} / lmdb_data_file).string());
+  env->map_addr_ = addr;
+  register_storage_mapping(addr, len, opts.path);
   MDB_txn* txn = nullptr;
   if (rc = mdb_txn_begin(raw, nullptr, 0, &txn); rc != MDB_SUCCESS)
     return env->make_lmdb_error(rc, "begin the set-up transaction");
@@ -289,6 +321,7 @@ expected<std::unique_ptr<lmdb_env>> lmdb_env::open(const lmdb_options& opts) {
 }
 
 lmdb_env::~lmdb_env() {
+  forget_storage_mapping(map_addr_);
   mdb_env_close(env_);
 }
 

@@ -33,6 +33,9 @@ constexpr std::uint64_t default_map_size = std::uint64_t{1} << 30;
 struct lmdb_options {
   std::string path;                         // directory; created if missing
   std::uint64_t map_size = default_map_size; // bytes; raise it when full
+  /// The data file must be there already (the node's manifest lists it):
+  /// a missing or empty one is errc::corrupt instead of a new, empty store.
+  bool must_exist = false;
 };
 
 /// Translates an LMDB (or errno) code `rc` from `operation` on the
@@ -53,11 +56,14 @@ error lmdb_error(int rc, std::string_view operation, const std::string& path,
 
 class lmdb_env final : public storage_env {
 public:
-  /// Opens (creating if needed) the environment at `opts.path` and its four
-  /// named databases. Errors: errc::io_error when the directory cannot be
-  /// created or opened; errc::corrupt when the files are not an LMDB
-  /// environment; errc::unavailable when another process holds it in an
-  /// incompatible way. Not twice in one process: LMDB's locks are per
+  /// Opens (creating if needed) the environment at `opts.path` and its
+  /// named databases. The data file is checked before it is mapped
+  /// (check_lmdb_file: missing with must_exist, empty, truncated, damaged
+  /// headers), and LMDB's assertions on damaged pages stop the process with
+  /// a message naming the file (storage_faults.hpp). Errors: errc::io_error
+  /// when the directory cannot be created or opened; errc::corrupt when the
+  /// files are not a whole LMDB environment; errc::unavailable when another
+  /// process holds it in an incompatible way. Not twice in one process: LMDB's locks are per
   /// process, so open each directory once and share the object.
   static expected<std::unique_ptr<lmdb_env>> open(const lmdb_options& opts);
 
@@ -82,6 +88,7 @@ private:
       : env_(env), path_(std::move(path)), map_size_(map_size) {}
 
   MDB_env* env_;
+  const void* map_addr_ = nullptr; // registered with storage_faults
   unsigned dbis_[store_db_count] = {};
   std::string path_;
   std::uint64_t map_size_;

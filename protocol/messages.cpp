@@ -631,7 +631,8 @@ frame encode_request(const request& req) {
 
 wire_error to_wire_error(errc code) noexcept {
   switch (code) {
-    case errc::aborted: return wire_error::aborted;
+    case errc::aborted:
+    case errc::gave_way: return wire_error::aborted;
     case errc::timeout: return wire_error::timeout;
     default: return wire_error::unknown;
   }

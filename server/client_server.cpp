@@ -186,6 +186,47 @@ public:
     conns_.emplace(id, std::move(c));
   }
 
+  // A connection accepted at the connection limit (on this shard's
+  // thread): it takes the place of this shard's connection idle longest,
+  // if that one qualifies (server_options::evict_idle_after), else it is
+  // closed. 1,024 idle sockets used to shut every other client out until
+  // the idle timeout (300 s).
+  void admit_at_limit(int fd) {
+    if (live_->load() < opts_.max_connections) { // room was made meanwhile
+      ++*live_;
+      adopt(fd);
+      return;
+    }
+    auto now = clock::now();
+    conn* idlest = nullptr;
+    if (opts_.evict_idle_after.count() > 0) {
+      for (auto& [id, c] : conns_) {
+        const auto& s = c->state;
+        if (s.in_flight() != 0 || !s.output().empty() || s.mid_request()
+            || now - c->last_active < opts_.evict_idle_after)
+          continue;
+        if (idlest && c->last_active >= idlest->last_active)
+          continue;
+        if (handler_->holds_state(id))
+          continue;
+        idlest = c.get();
+      }
+    }
+    if (!idlest) {
+      log(log_level::warn, "connection refused: ", live_->load(),
+          " open connections is the limit (--max-connections) and none has been idle for ",
+          opts_.evict_idle_after.count(), " ms without an open transaction");
+      ::close(fd);
+      return;
+    }
+    log(log_level::info, "client connection closed to admit a new one: idle for ",
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - idlest->last_active).count(),
+        " ms at the connection limit (--max-connections)");
+    close_conn(*idlest);
+    ++*live_;
+    adopt(fd);
+  }
+
 private:
   using clock = std::chrono::steady_clock;
 
@@ -234,14 +275,16 @@ private:
           log(log_level::warn, "client server: accept: ", errno_text());
         return;
       }
+      auto* to = peers_[next_peer_++ % peers_.size()];
       if (live_->load() >= opts_.max_connections) {
-        log(log_level::warn, "connection refused: ", live_->load(),
-            " open connections is the limit");
-        ::close(fd);
+        // Full: the shard it goes to makes room, or refuses it.
+        if (to == this)
+          admit_at_limit(fd);
+        else
+          to->post([to, fd] { to->admit_at_limit(fd); });
         continue;
       }
       ++*live_;
-      auto* to = peers_[next_peer_++ % peers_.size()];
       if (to == this)
         adopt(fd);
       else

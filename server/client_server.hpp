@@ -15,8 +15,10 @@
 // Limits and back-pressure: a connection with `max_in_flight` requests
 // unanswered, or with more than `max_pending_output` reply bytes its peer
 // has not read, is not read from until that drains (the kernel's socket
-// buffer then pushes back on the client); connections above
-// `max_connections` are closed at accept. Partly received requests share
+// buffer then pushes back on the client). At `max_connections`, a new
+// connection takes the place of the connection idle longest on the shard it
+// goes to, if that one has been idle for `evict_idle_after` and holds no
+// open transaction; otherwise the new one is closed at accept. Partly received requests share
 // one memory budget across connections; idle connections and senders that
 // stall inside a request are closed (checked about once a second).
 // A client that half-closes (shutdown(SHUT_WR)) still gets every reply.
@@ -64,6 +66,10 @@ struct server_options {
   /// A connection in the middle of a request for this long (a stalled or
   /// slowloris sender) is closed (0: never).
   std::chrono::milliseconds request_read_timeout{10000};
+  /// At the connection limit, a connection idle (nothing in flight, nothing
+  /// received, no open transaction) at least this long is closed to admit a
+  /// new one (0: never; the new one is refused instead).
+  std::chrono::milliseconds evict_idle_after{2000};
 };
 
 class shard;

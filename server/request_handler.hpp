@@ -31,6 +31,11 @@ public:
   /// Called on a server thread once connection `session` is closed (what
   /// it left open, such as interactive transactions, can go).
   virtual void closed(session_id session) = 0;
+  /// True while closing connection `session` would destroy something its
+  /// client still holds (open interactive transactions): the server then
+  /// never closes it to admit another at the connection limit. Called on a
+  /// server thread, only when the node is at that limit.
+  virtual bool holds_state(session_id /*session*/) { return false; }
 };
 
 } // namespace tally

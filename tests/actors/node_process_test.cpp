@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -94,6 +95,16 @@ private:
     return out;
   }
 };
+
+// True when the server closed `fd` (end of stream within 1 s); false when
+// the connection is still open (nothing to read, no end of stream).
+bool closed_by_server(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 1000) <= 0)
+    return false;
+  char b;
+  return ::recv(fd, &b, 1, MSG_DONTWAIT) == 0;
+}
 
 bound_object counter(const std::string& k) {
   return bound_object{object_key{"bucket", k}, crdt_type::counter};
@@ -643,7 +654,7 @@ BOOST_AUTO_TEST_CASE(a_squatted_op_id_is_refused_loudly_not_dropped) {
 BOOST_AUTO_TEST_CASE(connections_above_the_limit_are_closed_at_accept) {
   temp_dir d;
   server s{d.path, "batch"};
-  BOOST_REQUIRE(s.start({"--max-connections", "1"}));
+  BOOST_REQUIRE(s.start({"--max-connections", "1", "--evict-idle-after-ms", "0"}));
   // start() probed with a connection that is closed now; poll (bounded)
   // until the node has seen it go, i.e. a connection is served.
   std::unique_ptr<conn> first;
@@ -664,6 +675,80 @@ BOOST_AUTO_TEST_CASE(connections_above_the_limit_are_closed_at_accept) {
   second.send(rd);
   BOOST_TEST(!second.read_frame().has_value());
   BOOST_TEST(read_values(*first, {"c"})[0] == 0); // the first still works
+}
+
+// Issue 17, defect 7: connections that sit idle at the connection limit
+// no longer shut others out until the idle timeout (300 s). A new
+// connection takes the place of one idle for --evict-idle-after-ms; a
+// connection holding an open transaction is never the one closed, nor is a
+// connection idle for less than that.
+BOOST_AUTO_TEST_CASE(at_the_connection_limit_an_idle_connection_makes_room) {
+  temp_dir d;
+  server s{d.path, "batch"};
+  // One I/O thread: every connection is on the shard that makes room.
+  BOOST_REQUIRE(s.start({"--max-connections", "3", "--evict-idle-after-ms", "300",
+                         "--io-threads", "1"}));
+  auto served = [&](conn& c) {
+    static_read_objects_req rd;
+    rd.objects = {counter("c")};
+    c.send(rd);
+    return c.read_frame().has_value();
+  };
+  // The holder: an open interactive transaction with an update in it.
+  std::unique_ptr<conn> holder;
+  for (int i = 0; i < 100 && !holder; ++i) { // until start()'s probe is gone
+    auto c = std::make_unique<conn>(s.port);
+    if (served(*c))
+      holder = std::move(c);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_REQUIRE(holder);
+  auto st = std::get<start_transaction_resp>(holder->call(start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  auto up = holder->call(update_objects_req{{inc("held", 7)}, st.transaction_descriptor});
+  BOOST_REQUIRE(std::get<operation_resp>(up).success);
+  // Two squatters that connect and never send a byte fill the limit.
+  conn idle1{s.port};
+  conn idle2{s.port};
+  // A newcomer is refused while the squatters are young, then admitted in
+  // a squatter's place once one has been idle 300 ms (bounded poll).
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<conn> newcomer;
+  int refused = 0;
+  for (int i = 0; i < 200 && !newcomer; ++i) {
+    auto c = std::make_unique<conn>(s.port);
+    if (served(*c))
+      newcomer = std::move(c);
+    else {
+      ++refused;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  BOOST_REQUIRE(newcomer);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST_MESSAGE("newcomer admitted after " << refused << " refusals");
+  BOOST_TEST(refused > 0); // not before the squatters were idle 300 ms
+  BOOST_TEST((waited >= std::chrono::milliseconds(250)));
+  // The squatter idle longest (the first) was closed, the other not yet.
+  BOOST_TEST(closed_by_server(idle1.fd));
+  BOOST_TEST(!closed_by_server(idle2.fd));
+  // The holder kept its connection and its transaction.
+  auto commit = holder->call(commit_transaction_req{st.transaction_descriptor});
+  auto clock = commit_clock(commit);
+  BOOST_TEST(read_values(*newcomer, {"held"}, clock)[0] == 7);
+  // The other squatter goes next, for a second newcomer.
+  std::unique_ptr<conn> second;
+  for (int i = 0; i < 200 && !second; ++i) {
+    auto c = std::make_unique<conn>(s.port);
+    if (served(*c))
+      second = std::move(c);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE(second);
+  BOOST_TEST(closed_by_server(idle2.fd));
+  BOOST_TEST(served(*holder));
 }
 
 BOOST_AUTO_TEST_CASE(config_file_is_read_and_a_bad_key_in_it_exits_2) {
@@ -907,22 +992,79 @@ std::string key_on(std::uint32_t p, std::uint32_t q, const std::string& prefix) 
   return {};
 }
 
+// The entry-wise max of two clocks, as bytes.
+std::optional<std::string> join_clock_bytes(const std::string& x, const std::string& y) {
+  auto cx = decode_clock(x);
+  auto cy = decode_clock(y);
+  if (!cx || !cy)
+    return std::nullopt;
+  cx->merge(*cy);
+  return encode_clock(*cx);
+}
+
 bool succeeded(const response& r) {
   auto* c = std::get_if<commit_resp>(&r);
   return c && c->success;
 }
 } // namespace
 
-// Issue 17, defect 2, through the client port. A retry must carry the same
-// operation: another delta under a used op id is refused. And the retry of
-// an op id whose original transaction aborts is applied exactly once,
-// whatever the order in which they meet at the partition: the original T1
-// (a +1 under id X, plus b +7 under an id already used for b +1, so that
-// T1's prepare at b's partition is refused and T1 aborts after a's
-// partition prepared) and the retry T2 (a +1 under X) are sent at once on
-// two connections, many rounds. Before the fix T1 committed (no operation
-// check), and a retry meeting T1 prepared was dropped although T1 aborted.
-// The deterministic interleavings are in partition_core_test.cpp.
+// Issue 17, defect 2: the retry T2 (a +1 under id X) of an update whose
+// original transaction T1 is still undecided is applied exactly once,
+// whatever T1's outcome and the order in which the two meet at a's
+// partition. T1 and T2 are sent at once, on c1 and c2, `rounds` times per
+// outcome:
+// - T1 aborts: a +1 under X, plus b +7 under an id already used for b +1,
+//   so that T1's prepare at b's partition is refused after a's partition
+//   prepared. Before the fix a retry meeting T1 prepared was acknowledged
+//   as a duplicate and dropped although T1 aborted.
+// - T1 commits (a +1 under Y alone): the retry is a duplicate.
+// Returns the clock of the last commit. The deterministic interleavings are
+// in partition_core_test.cpp.
+std::string retries_meet_their_undecided_originals(conn& c1, conn& c2, const std::string& a,
+                                                   const std::string& b, std::uint64_t rounds,
+                                                   std::string clock) {
+  auto before = read_values(c1, {a, b}, clock);
+  for (std::uint64_t i = 1; i <= rounds; ++i) {
+    const op_id x{71, i}, y{73, i}, z{72, i};
+    clock = static_update(c1, {inc(b, 1, z)}, clock);
+    auto start = c1.call(start_transaction_req{clock});
+    auto desc = std::get<start_transaction_resp>(start).transaction_descriptor;
+    auto up = c1.call(update_objects_req{{inc(a, 1, x), inc(b, 7, z)}, desc});
+    BOOST_REQUIRE(std::get<operation_resp>(up).success);
+    static_update_objects_req retry;
+    retry.transaction.timestamp = clock;
+    retry.updates = {inc(a, 1, x)};
+    c1.send(commit_transaction_req{desc});
+    c2.send(retry);
+    auto t1 = c1.receive();
+    auto t2 = c2.receive();
+    BOOST_TEST(!succeeded(t1), "round " << i << ": T1 must abort");
+    BOOST_REQUIRE_MESSAGE(succeeded(t2), "round " << i << ": the retry commits");
+    clock = std::get<commit_resp>(t2).commit_time;
+    // T1 commits this time.
+    start = c1.call(start_transaction_req{clock});
+    desc = std::get<start_transaction_resp>(start).transaction_descriptor;
+    up = c1.call(update_objects_req{{inc(a, 1, y)}, desc});
+    BOOST_REQUIRE(std::get<operation_resp>(up).success);
+    retry.updates = {inc(a, 1, y)};
+    c1.send(commit_transaction_req{desc});
+    c2.send(retry);
+    t1 = c1.receive();
+    t2 = c2.receive();
+    BOOST_REQUIRE_MESSAGE(succeeded(t1), "round " << i << ": T1 commits");
+    BOOST_REQUIRE_MESSAGE(succeeded(t2), "round " << i << ": the retry is acknowledged");
+    clock = *join_clock_bytes(std::get<commit_resp>(t1).commit_time,
+                              std::get<commit_resp>(t2).commit_time);
+  }
+  auto v = read_values(c1, {a, b}, clock);
+  BOOST_TEST(v[0] - before[0] == static_cast<std::int64_t>(2 * rounds)); // X, Y once each
+  BOOST_TEST(v[1] - before[1] == static_cast<std::int64_t>(rounds));     // no +7
+  return clock;
+}
+
+// Issue 17, defect 2, through the client port of one node. A retry must
+// carry the same operation: another delta under a used op id is refused.
+// Retries meeting their undecided originals are exactly once (above).
 BOOST_AUTO_TEST_CASE(op_id_retries_are_exactly_once_and_must_carry_the_same_operation) {
   temp_dir d;
   server s{d.path, "batch"};
@@ -943,30 +1085,54 @@ BOOST_AUTO_TEST_CASE(op_id_retries_are_exactly_once_and_must_carry_the_same_oper
   // The same operation is a duplicate: acknowledged, not applied.
   clock = static_update(c1, {inc(a, 1, op_id{70, 1})}, clock);
   BOOST_TEST(read_values(c1, {a}, clock)[0] == 1);
-
-  const std::uint64_t rounds = 40;
-  for (std::uint64_t i = 1; i <= rounds; ++i) {
-    const op_id x{71, i}, z{72, i};
-    clock = static_update(c1, {inc(b, 1, z)}, clock);
-    auto start = c1.call(start_transaction_req{clock});
-    auto desc = std::get<start_transaction_resp>(start).transaction_descriptor;
-    auto up = c1.call(update_objects_req{{inc(a, 1, x), inc(b, 7, z)}, desc});
-    BOOST_REQUIRE(std::get<operation_resp>(up).success);
-    static_update_objects_req retry;
-    retry.transaction.timestamp = clock;
-    retry.updates = {inc(a, 1, x)};
-    c1.send(commit_transaction_req{desc});
-    c2.send(retry);
-    auto t1 = c1.receive();
-    auto t2 = c2.receive();
-    BOOST_TEST(!succeeded(t1), "round " << i << ": T1 must abort");
-    BOOST_REQUIRE_MESSAGE(succeeded(t2), "round " << i << ": the retry commits");
-    clock = std::get<commit_resp>(t2).commit_time;
-  }
-  auto v = read_values(c1, {a, b}, clock);
-  BOOST_TEST(v[0] == static_cast<std::int64_t>(1 + rounds)); // each X once
-  BOOST_TEST(v[1] == static_cast<std::int64_t>(rounds));     // no +7
+  retries_meet_their_undecided_originals(c1, c2, a, b, 30, clock);
   BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// Issue 17, defect 2, through another node: the original T1 is coordinated
+// by node 0 and the retry T2 arrives at node 1, which sends it to the
+// partition on whichever node serves it (the status printed shows which:
+// usually a's partition on node 0 and b's on node 1 once the join's first
+// handoffs are done). The same guarantees hold, and a conflicting reuse
+// through node 1 of an id used through node 0 is refused.
+BOOST_AUTO_TEST_CASE(op_id_retries_through_another_node_are_exactly_once) {
+  temp_dir d;
+  const std::uint32_t q = 4;
+  server n0{d.path + "/n0", "batch"};
+  BOOST_REQUIRE(n0.start({"--partitions", std::to_string(q)}));
+  server n1{d.path + "/n1", "batch"};
+  BOOST_REQUIRE(n1.start({"--partitions", std::to_string(q), "--join",
+                          "127.0.0.1:" + std::to_string(n0.cluster_port)}));
+  const std::string a = key_on(0, q, "a");
+  const std::string b = key_on(1, q, "b");
+  conn c1{n0.port};
+  conn c2{n1.port};
+  // Bounded wait until node 1 routes every partition (its join is done).
+  bool serving = false;
+  for (int i = 0; i < 200 && !serving; ++i) {
+    static_read_objects_req rd;
+    for (std::uint32_t p = 0; p < q; ++p)
+      rd.objects.push_back(counter(key_on(p, q, "probe")));
+    auto r = c2.call(rd);
+    auto* ok = std::get_if<static_read_objects_resp>(&r);
+    serving = ok && ok->objects.success;
+    if (!serving)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  BOOST_REQUIRE_MESSAGE(serving, "node 1 does not serve every partition");
+  auto st = c1.call(admin_req{"status", {}});
+  BOOST_TEST_MESSAGE(std::get<admin_resp>(st).text);
+  auto clock = static_update(c1, {inc(a, 1, op_id{70, 1})});
+  static_update_objects_req reuse;
+  reuse.transaction.timestamp = clock;
+  reuse.updates = {inc(a, 2, op_id{70, 1})};
+  auto refused = c2.call(reuse);
+  auto* e = std::get_if<error_resp>(&refused);
+  BOOST_REQUIRE_MESSAGE(e, "a reused op id with another delta must be refused");
+  BOOST_TEST(e->err.message().find("conflicting reuse of op id") != std::string::npos);
+  retries_meet_their_undecided_originals(c1, c2, a, b, 20, clock);
+  BOOST_TEST(n1.stop(SIGTERM) == 0);
+  BOOST_TEST(n0.stop(SIGTERM) == 0);
 }
 
 // Issue 17, defect 4, through the client port: INT64_MAX + INT64_MAX used

@@ -880,7 +880,7 @@ BOOST_AUTO_TEST_CASE(two_phase_retry_waits_only_for_an_older_transaction) {
   BOOST_REQUIRE(ready.size() == 1u);
   auto gave_up = c->resume_prepare(ready[0]);
   BOOST_REQUIRE(!gave_up);
-  BOOST_TEST(gave_up.err().code() == errc::aborted);
+  BOOST_TEST(gave_up.err().code() == errc::gave_way);
   BOOST_TEST(c->pending_count() == 0u);
   auto younger = c->stage_prepare({1, 6}, {inc("x", 5, id)}, 0, true);
   BOOST_REQUIRE(younger);

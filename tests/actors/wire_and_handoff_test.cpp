@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <random>
 #include <string>
 
 #include "actors/handoff.hpp"
+#include "journal/partition_manifest.hpp"
 #include "actors/wire.hpp"
 
 using namespace tally;
@@ -124,6 +126,37 @@ BOOST_AUTO_TEST_CASE(a_received_partition_appears_whole_under_its_name) {
   auto present = present_partitions(root.path, 8);
   BOOST_REQUIRE(present);
   BOOST_TEST(*present == std::vector<std::uint32_t>{5});
+  // Listed in the manifest once in place (partition_manifest.hpp), and
+  // unlisted before its folder goes.
+  auto listed = load_manifest(root.path);
+  BOOST_REQUIRE(listed && listed->has_value());
+  BOOST_TEST(listed->value() == std::set<std::uint32_t>{5});
+  BOOST_REQUIRE(remove_partition_dir(root.path, 5));
+  listed = load_manifest(root.path);
+  BOOST_REQUIRE(listed && listed->has_value());
+  BOOST_TEST(listed->value().empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_manifest_round_trips_and_refuses_what_is_not_one) {
+  temp_root root;
+  std::filesystem::create_directories(root.path + "/partitions");
+  auto none = load_manifest(root.path);
+  BOOST_REQUIRE(none);
+  BOOST_TEST(!none->has_value()); // a data dir from before the manifest
+  BOOST_REQUIRE(save_manifest(root.path, {0, 7, 63}));
+  BOOST_REQUIRE(manifest_add(root.path, 9));
+  BOOST_REQUIRE(manifest_remove(root.path, 7));
+  auto m = load_manifest(root.path);
+  BOOST_REQUIRE(m && m->has_value());
+  BOOST_TEST(m->value() == (std::set<std::uint32_t>{0, 9, 63}));
+  BOOST_TEST(slurp(manifest_path(root.path))
+             == "tally partition manifest 1\npartition 0\npartition 9\npartition 63\n");
+  std::ofstream{manifest_path(root.path)} << "something else\n";
+  auto bad = load_manifest(root.path);
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(bad.err().code() == errc::corrupt);
+  std::ofstream{manifest_path(root.path)} << "";
+  BOOST_TEST(!load_manifest(root.path));
 }
 
 BOOST_AUTO_TEST_CASE(an_existing_partition_is_never_overwritten) {
