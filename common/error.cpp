@@ -17,6 +17,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::aborted: return "aborted";
     case errc::timeout: return "timeout";
     case errc::gave_way: return "gave_way";
+    case errc::no_permissions: return "no_permissions";
   }
   return "unknown";
 }

@@ -43,6 +43,9 @@ enum class errc : std::uint8_t {
   // that it may itself be blocking elsewhere (wait-die; nothing was
   // applied). Its coordinator retries it; clients see it as `aborted`.
   gave_way = 12,
+  // A bounded counter's replica lacks the rights for a decrement or transfer
+  // (AntidoteDB's no_permissions; its wire error code 2).
+  no_permissions = 13,
 };
 
 /// Short stable name of a code, for logs and messages ("overflow").

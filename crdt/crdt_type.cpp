@@ -15,6 +15,7 @@ std::string_view to_string(crdt_type type) noexcept {
     case crdt_type::flag_ew: return "flag_ew";
     case crdt_type::flag_dw: return "flag_dw";
     case crdt_type::bcounter: return "bcounter";
+    case crdt_type::gset: return "gset";
   }
   return "unknown";
 }

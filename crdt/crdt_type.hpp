@@ -21,6 +21,10 @@ enum class crdt_type : std::uint8_t {
   flag_ew = 13,
   flag_dw = 14,
   bcounter = 15,
+  // Tally-only ids start at 128 and never travel on AntidoteDB's wire
+  // (crdt_type_from_wire refuses them). AntidoteDB's protocol has no number
+  // for its grow-only set, antidote_crdt_set_go; Tally stores it inside maps.
+  gset = 128,
 };
 
 /// "counter", "fatcounter", ...; "unknown(N)" style names are not produced:

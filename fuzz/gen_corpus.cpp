@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_store.hpp"
 #include "journal/journal.cpp" // encode_checkpoint_state() has internal linkage
 #include "crdt/crdt_object.hpp"
+#include "fuzz/crdt_corpus.hpp"
 #include "journal/codec.hpp"
 #include "protocol/descriptor.hpp"
 #include "protocol/frame.hpp"
@@ -164,5 +165,9 @@ int main(int argc, char** argv) {
     put("fuzz_checkpoint_meta", "state", encode_checkpoint_state(s));
     put("fuzz_checkpoint_meta", "state_empty", encode_checkpoint_state(checkpoint_state{}));
   }
+
+  // ---- every CRDT type's state and effect --------------------------------
+  for (const auto& [name, bytes] : tally::fuzz::crdt_corpus())
+    put("fuzz_crdt", name, bytes);
   return 0;
 }
