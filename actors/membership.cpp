@@ -626,6 +626,8 @@ void progress(mem_self self) {
 // prepare answered, within one request timeout of sending them, and its
 // commit records land at once, or (held by a partition moving to another
 // node) within one more; past that it only aborts.
+bool coordinator_run_over(mem_self self, const undecided_tx& u);
+
 bool coordinator_gone(mem_self self, const undecided_tx& u) {
   auto& st = self->state;
   auto limit = static_cast<std::uint64_t>(
@@ -633,6 +635,15 @@ bool coordinator_gone(mem_self self, const undecided_tx& u) {
   auto now = wall_clock_us();
   if (now > u.prepare_time && now - u.prepare_time > 3 * limit)
     return true;
+  return coordinator_run_over(self, u);
+}
+
+// True when the run of the node that coordinated `u` (the tx id's origin)
+// is over: every member is up and none has that incarnation (it restarted
+// or left), or it was this node's previous run. Nothing can commit `u` any
+// more except what its journals already hold.
+bool coordinator_run_over(mem_self self, const undecided_tx& u) {
+  auto& st = self->state;
   if (u.tx.origin == st.cfg.incarnation)
     return false;
   for (const auto& [id, info] : st.ring->members()) {
@@ -766,32 +777,41 @@ void resolve_round(mem_self self) {
   }
 }
 
-// Asks every local partition for transactions prepared longer than three
-// request timeouts ago (their coordinator, on any node, went silent) and
-// queues the new ones for resolve_round.
+// Asks every local partition for transactions prepared over a second ago
+// and queues for resolve_round those whose coordinator went silent: prepared
+// longer than three request timeouts ago, or coordinated by a node run that
+// is over (a node killed and restarted: issue 13, its prepared transactions
+// used to block their partitions for those 3 x 10 s even when the node was
+// back after 0.1 s; now they are decided in the next round, about a second).
 void collect_stale(mem_self self) {
   auto& st = self->state;
   auto limit = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(st.cfg.request_timeout).count());
+  constexpr std::uint64_t quiet_us = 1'000'000; // no 2PC in progress is this slow
   auto now = wall_clock_us();
-  if (now <= 3 * limit)
+  if (now <= quiet_us)
     return;
-  auto before = encode_wire(std::uint64_t{now - 3 * limit});
+  auto before = encode_wire(std::uint64_t{now - quiet_us});
   for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
     if (!st.local[p] || st.closed.count(p) != 0)
       continue;
     self->request(st.local[p], st.cfg.request_timeout, part_stale_atom::value, before)
       .then(
-        [self, p](std::string& bytes) {
+        [self, p, limit](std::string& bytes) {
           auto r = decode_wire<part_stale_resp>(bytes);
           if (!r || r->err)
             return;
           auto& st = self->state;
+          auto now = wall_clock_us();
           for (std::size_t i = 0; i < r->txs.size() && i < r->prepare_times.size(); ++i) {
+            undecided_tx u{p, r->txs[i], r->prepare_times[i]};
+            bool silent = now > u.prepare_time && now - u.prepare_time > 3 * limit;
+            if (!silent && !coordinator_run_over(self, u))
+              continue; // its coordinator may still be at work
             if (st.tracked.insert(std::make_pair(p, r->txs[i])).second) {
               log(log_level::info, "partition ", p, ": ", r->txs[i],
                   " prepared long ago and not decided: asking the cluster");
-              st.undecided.push_back(undecided_tx{p, r->txs[i], r->prepare_times[i]});
+              st.undecided.push_back(u);
             }
           }
         },

@@ -445,6 +445,64 @@ BOOST_AUTO_TEST_CASE(transactions_across_nodes_stay_atomic_across_a_kill_9) {
   }
 }
 
+// Issue 13, defect 2: transactions left prepared on the survivors by a
+// killed node's coordinators used to block their partitions for 3 request
+// timeouts (30 s by default) even when the node was back at once. Now they
+// are decided as soon as the restarted node is seen with a new run (its old
+// coordinators can no longer commit): a read at a clock above them, through
+// a survivor, waits about a second, not 30.
+BOOST_AUTO_TEST_CASE(a_killed_coordinators_prepared_transactions_are_decided_within_seconds) {
+  local_cluster cl{"full"}; // the default --request-timeout-ms, 10 s
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto group = one_key_per_partition("decided");
+  std::vector<counter_inc> ups;
+  for (const auto& k : group)
+    ups.push_back(counter_inc{k, 1});
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> progress{0};
+  // Several writers through the node that dies: its coordinators are in
+  // the middle of two-phase commits over every partition when it is killed.
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w)
+    writers.emplace_back([&] {
+      auto c = connect_to(cl.nodes[2]->port);
+      for (int n = 0; c && n < 20000 && !stop.load(); ++n) {
+        (void)c->update(ups);
+        ++progress;
+      }
+    });
+  bool ran = wait_progress(progress, 200);
+  cl.nodes[2]->stop(SIGKILL);
+  stop = true;
+  for (auto& t : writers)
+    t.join();
+  BOOST_REQUIRE(ran);
+  BOOST_REQUIRE(cl.restart(2));
+  auto t0 = std::chrono::steady_clock::now();
+  // A commit over every partition through a survivor, then a read at its
+  // clock: it waits for every transaction prepared below it.
+  auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{40000});
+  BOOST_REQUIRE(c);
+  expected<std::string> w = make_error(errc::unavailable, "not tried");
+  for (int i = 0; i < 100 && !w; ++i) { // bounded: partitions of node 2 come back
+    w = c->update(ups);
+    if (!w)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_REQUIRE_MESSAGE(w, (w ? "" : w.err().to_string()));
+  auto got = c->read(bound(group), *w);
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+  BOOST_TEST_MESSAGE("writes and read after the restart took " << waited << " ms");
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.err().to_string()));
+  for (auto v : got->values)
+    BOOST_TEST(v == got->values[0]); // atomic
+  BOOST_TEST(waited < 10000); // was about 30,000 (3 x --request-timeout-ms)
+}
+
 // A node that restarts with a copy of a partition another node owns (a
 // crash after a handoff's transfer, before the old copy was deleted) never
 // serves it: reads through it see the owner's newer value, and the stale
