@@ -25,6 +25,8 @@ using tick_atom = caf::atom_constant<caf::atom("m_tick")>;
 using status_atom = caf::atom_constant<caf::atom("m_status")>;
 using leave_atom = caf::atom_constant<caf::atom("m_leave")>;
 using connected_atom = caf::atom_constant<caf::atom("m_conn")>;
+// Is this transaction's two-phase commit still in progress on your node?
+using tx_active_atom = caf::atom_constant<caf::atom("m_txact")>;
 
 // Handoff (actors/handoff.hpp).
 using drain_atom = caf::atom_constant<caf::atom("h_drain")>;

@@ -217,6 +217,9 @@ struct membership_state {
   // Every (partition, tx) queued, in a round or being decided: a
   // transaction is queued once.
   std::set<std::pair<std::uint32_t, tx_id>> tracked;
+  // Transactions whose coordinator's node answered that it no longer
+  // works on them (tx_active_atom): only their journals can commit them.
+  std::set<tx_id> coordinator_done;
   bool resolving = false;              // a round of questions is out
   static inline const char* name = "membership";
 };
@@ -672,10 +675,12 @@ void decide(mem_self self, const undecided_tx& u, caf::atom_value kind, std::str
         auto& st = self->state;
         if (a && !a->err) {
           st.tracked.erase(key);
+          st.coordinator_done.erase(u.tx);
           return;
         }
         if (a && a->err->code() == errc::not_found) {
           st.tracked.erase(key); // decided meanwhile
+          st.coordinator_done.erase(u.tx);
           return;
         }
         log(log_level::warn, "partition ", u.p, ": deciding ", u.tx, " failed: ",
@@ -738,7 +743,8 @@ void resolve_round(mem_self self) {
             " on another partition: committed here too");
         decide(self, u, part_commit_atom::value,
                encode_wire(part_commit_req{u.tx, *r->commit[i]}));
-      } else if (r->complete[i] && !r->folded[i] && coordinator_gone(self, u)) {
+      } else if (r->complete[i] && !r->folded[i]
+                 && (coordinator_gone(self, u) || st.coordinator_done.count(u.tx) != 0)) {
         log(log_level::info, "partition ", u.p, ": ", u.tx,
             " committed nowhere and its coordinator is gone: aborted");
         decide(self, u, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
@@ -777,6 +783,42 @@ void resolve_round(mem_self self) {
   }
 }
 
+void track_undecided(mem_self self, const undecided_tx& u) {
+  auto& st = self->state;
+  if (st.tracked.insert(std::make_pair(u.p, u.tx)).second) {
+    log(log_level::info, "partition ", u.p, ": ", u.tx,
+        " prepared over a second ago and not decided: asking the cluster");
+    st.undecided.push_back(u);
+  }
+}
+
+// Asks the node whose run coordinates `u` (this one, or an up peer with
+// that incarnation) whether its two-phase commit is still in progress. Once
+// it is not (it finished, or failed with its messages lost while a link was
+// down, as after a pause), only the journals can commit `u`: it is tracked
+// and resolved (a commit record anywhere commits it, none aborts it). A
+// coordinator that is paused or unreachable does not answer: `u` waits.
+void ask_coordinator(mem_self self, const undecided_tx& u) {
+  auto& st = self->state;
+  auto settle = [self, u](bool active) {
+    if (active)
+      return;
+    self->state.coordinator_done.insert(u.tx);
+    track_undecided(self, u);
+  };
+  if (u.tx.origin == st.cfg.incarnation) {
+    settle(st.cfg.coordinating && st.cfg.coordinating->active(u.tx));
+    return;
+  }
+  for (const auto& [id, pe] : st.peers) {
+    if (!pe.up || !pe.membership || pe.incarnation != u.tx.origin)
+      continue;
+    self->request(pe.membership, st.cfg.request_timeout, tx_active_atom::value, encode_wire(u.tx))
+      .then([settle](bool active) { settle(active); }, [](caf::error&) {});
+    return;
+  }
+}
+
 // Asks every local partition for transactions prepared over a second ago
 // and queues for resolve_round those whose coordinator went silent: prepared
 // longer than three request timeouts ago, or coordinated by a node run that
@@ -805,14 +847,13 @@ void collect_stale(mem_self self) {
           auto now = wall_clock_us();
           for (std::size_t i = 0; i < r->txs.size() && i < r->prepare_times.size(); ++i) {
             undecided_tx u{p, r->txs[i], r->prepare_times[i]};
+            if (st.tracked.count(std::make_pair(p, u.tx)) != 0)
+              continue;
             bool silent = now > u.prepare_time && now - u.prepare_time > 3 * limit;
-            if (!silent && !coordinator_run_over(self, u))
-              continue; // its coordinator may still be at work
-            if (st.tracked.insert(std::make_pair(p, r->txs[i])).second) {
-              log(log_level::info, "partition ", p, ": ", r->txs[i],
-                  " prepared long ago and not decided: asking the cluster");
-              st.undecided.push_back(u);
-            }
+            if (silent || coordinator_run_over(self, u))
+              track_undecided(self, u);
+            else
+              ask_coordinator(self, u); // its run goes on: is it still at work on u?
           }
         },
         [](caf::error&) {});
@@ -899,6 +940,8 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
               "): its partitions are unavailable until it is back");
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
+        if (self->state.cfg.remote)
+          self->state.cfg.remote->link_lost(id);
         if (self->state.out && self->state.out->to == id)
           handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }
@@ -967,6 +1010,13 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         send_gossip(self, h);
     },
     [self](status_atom) -> std::string { return status_text(self); },
+    [self](tx_active_atom, std::string& bytes) -> bool {
+      auto tx = decode_wire<tx_id>(bytes);
+      if (!tx)
+        return true; // cannot tell: the asker keeps waiting
+      const auto& reg = self->state.cfg.coordinating;
+      return reg && reg->active(*tx);
+    },
     [self](leave_atom, node_id& who) -> std::tuple<bool, std::string> {
       auto& st = self->state;
       if (who.empty())

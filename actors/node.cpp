@@ -419,6 +419,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.request_timeout = cfg.limits.request_timeout;
   mc.request_shutdown = cfg.request_shutdown;
   mc.incarnation = ctx->incarnation;
+  mc.coordinating = ctx->coordinating;
+  mc.remote = ctx->remote;
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;

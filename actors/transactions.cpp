@@ -156,7 +156,14 @@ namespace {
 
 void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
                       tx_id tx, std::uint64_t snapshot, writes_by_partition writes,
-                      std::function<void(expected<std::uint64_t>)> done, int attempt) {
+                      std::function<void(expected<std::uint64_t>)> done_outside, int attempt) {
+  // In progress here until `done`: a node holding `tx` prepared waits for
+  // this coordinator while it is (coordinated_txs).
+  ctx->coordinating->begin(tx);
+  auto done = [ctx, tx, done_outside](expected<std::uint64_t> r) {
+    ctx->coordinating->end(tx);
+    done_outside(std::move(r));
+  };
   // Every participant is routed before anything is sent: a partition that
   // is unavailable fails the commit with nothing prepared anywhere.
   {
@@ -180,7 +187,7 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
   auto again = attempt < max_gave_way_retries
                  ? std::make_shared<const writes_by_partition>(writes)
                  : nullptr;
-  auto on_prepared = [&sys, ctx, tx, snapshot, parts, prepared, done, again,
+  auto on_prepared = [&sys, ctx, tx, snapshot, parts, prepared, done, done_outside, again,
                       attempt](part_time_resp r) {
     auto t = r.time;
     if (!prepared->add(std::move(r.err), [t](std::uint64_t& m) { m = std::max(m, t); }))
@@ -188,9 +195,11 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
     if (prepared->err) {
       for (auto p : parts)
         send_abort(*ctx, p, tx);
-      if (prepared->err->code() == errc::gave_way && again)
-        return commit_two_phase(sys, ctx, next_static_tx_id(*ctx), snapshot, *again, done,
-                                attempt + 1);
+      if (prepared->err->code() == errc::gave_way && again) {
+        ctx->coordinating->end(tx);
+        return commit_two_phase(sys, ctx, next_static_tx_id(*ctx), snapshot, *again,
+                                done_outside, attempt + 1);
+      }
       return done(*prepared->err);
     }
     const auto commit_time = prepared->acc;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -446,24 +447,26 @@ BOOST_AUTO_TEST_CASE(transactions_across_nodes_stay_atomic_across_a_kill_9) {
 }
 
 // Issue 13, defect 2: transactions left prepared on the survivors by a
-// killed node's coordinators used to block their partitions for 3 request
-// timeouts (30 s by default) even when the node was back at once. Now they
-// are decided as soon as the restarted node is seen with a new run (its old
-// coordinators can no longer commit): a read at a clock above them, through
-// a survivor, waits about a second, not 30.
-BOOST_AUTO_TEST_CASE(a_killed_coordinators_prepared_transactions_are_decided_within_seconds) {
-  local_cluster cl{"full"}; // the default --request-timeout-ms, 10 s
-  for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(cl.add());
-  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+// node's coordinators when it was killed, or paused long enough to be
+// declared down (its links dropped with commits or aborts in flight), used
+// to block their partitions for 3 request timeouts (30 s by default) even
+// when the node was back at once. Now they are decided as soon as the node
+// is back: a restarted node has a new run (its old coordinators can no
+// longer commit); a resumed one answers that its coordinator is done with
+// them. A commit over every partition through a survivor, then a read at
+// its clock (which waits for every transaction prepared below it), takes
+// about a second or two, not 30 (it timed out at 10 s before).
+// Returns the milliseconds from the node's return to the read's answer.
+long long decide_after(local_cluster& cl, const std::function<void()>& fault,
+                       const std::function<bool()>& back) {
   auto group = one_key_per_partition("decided");
   std::vector<counter_inc> ups;
   for (const auto& k : group)
     ups.push_back(counter_inc{k, 1});
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> progress{0};
-  // Several writers through the node that dies: its coordinators are in
-  // the middle of two-phase commits over every partition when it is killed.
+  // Several writers through node 2: its coordinators are in the middle of
+  // two-phase commits over every partition when the fault hits.
   std::vector<std::thread> writers;
   for (int w = 0; w < 4; ++w)
     writers.emplace_back([&] {
@@ -474,33 +477,65 @@ BOOST_AUTO_TEST_CASE(a_killed_coordinators_prepared_transactions_are_decided_wit
       }
     });
   bool ran = wait_progress(progress, 200);
-  cl.nodes[2]->stop(SIGKILL);
+  fault();
   stop = true;
   for (auto& t : writers)
     t.join();
   BOOST_REQUIRE(ran);
-  BOOST_REQUIRE(cl.restart(2));
+  BOOST_REQUIRE(back());
   auto t0 = std::chrono::steady_clock::now();
-  // A commit over every partition through a survivor, then a read at its
-  // clock: it waits for every transaction prepared below it.
   auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{40000});
   BOOST_REQUIRE(c);
   expected<std::string> w = make_error(errc::unavailable, "not tried");
-  for (int i = 0; i < 100 && !w; ++i) { // bounded: partitions of node 2 come back
+  for (int i = 0; i < 100 && !w; ++i) { // bounded: node 2's partitions come back
     w = c->update(ups);
     if (!w)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   BOOST_REQUIRE_MESSAGE(w, (w ? "" : w.err().to_string()));
+  BOOST_TEST_MESSAGE("update after " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - t0)
+                                            .count()
+                                     << " ms");
   auto got = c->read(bound(group), *w);
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - t0)
                   .count();
-  BOOST_TEST_MESSAGE("writes and read after the restart took " << waited << " ms");
   BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.err().to_string()));
   for (auto v : got->values)
     BOOST_TEST(v == got->values[0]); // atomic
+  return waited;
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_coordinators_prepared_transactions_are_decided_within_seconds) {
+  local_cluster cl{"full"}; // the default --request-timeout-ms, 10 s
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto waited = decide_after(
+    cl, [&] { cl.nodes[2]->stop(SIGKILL); }, [&] { return cl.restart(2); });
+  BOOST_TEST_MESSAGE("after the restart: " << waited << " ms");
   BOOST_TEST(waited < 10000); // was about 30,000 (3 x --request-timeout-ms)
+}
+
+BOOST_AUTO_TEST_CASE(a_paused_coordinators_prepared_transactions_are_decided_within_seconds) {
+  local_cluster cl{"full"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto waited = decide_after(
+    cl,
+    [&] {
+      ::kill(cl.nodes[2]->pid, SIGSTOP);
+      // Long enough to be declared down (2 s): links drop.
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    },
+    [&] { return ::kill(cl.nodes[2]->pid, SIGCONT) == 0; });
+  BOOST_TEST_MESSAGE("after the pause: " << waited << " ms");
+  // Usually about 2 s; some runs still take one request timeout (10 s):
+  // docs/CLUSTER.md. Before, the read failed with a timeout (the prepared
+  // transactions waited 3 x --request-timeout-ms).
+  BOOST_TEST(waited < 15000);
 }
 
 // A node that restarts with a copy of a partition another node owns (a
