@@ -85,8 +85,10 @@ public:
       auto pick = rng_() % 10;
       if (pick < 4)
         write(chaos::op_kind::inc);
-      else if (pick < 6)
+      else if (pick < 5)
         write(chaos::op_kind::pair);
+      else if (pick < 6)
+        write(chaos::op_kind::pair_interactive);
       else
         read();
     }
@@ -125,8 +127,9 @@ private:
     op.invoke_ns = now_ns();
     auto give_up = until_ + std::chrono::seconds(15);
     for (int attempt = 0; attempt < 50 && steady::now() < give_up; ++attempt) {
-      auto r = client_.call(req);
-      if (acked(r)) {
+      bool done = kind == chaos::op_kind::pair_interactive ? interactive(req.updates)
+                                                           : acked(client_.call(req));
+      if (done) {
         op.result = outcome::ok;
         break;
       }
@@ -138,6 +141,21 @@ private:
     }
     op.complete_ns = now_ns();
     h_.push_back(std::move(op));
+  }
+
+  // One interactive transaction with `ups` (no client clock: the
+  // connection's session floor applies); true when its commit was
+  // acknowledged. A retry runs it again with the same op ids.
+  bool interactive(const std::vector<update_op>& ups) {
+    auto s = client_.call(start_transaction_req{});
+    auto* st = s ? std::get_if<start_transaction_resp>(&*s) : nullptr;
+    if (!st || !st->success)
+      return false;
+    auto u = client_.call(update_objects_req{ups, st->transaction_descriptor});
+    auto* ok = u ? std::get_if<operation_resp>(&*u) : nullptr;
+    if (!ok || !ok->success)
+      return false;
+    return acked(client_.call(commit_transaction_req{st->transaction_descriptor}));
   }
 
   void read() {
@@ -233,21 +251,24 @@ BOOST_AUTO_TEST_CASE(kill_9_and_pauses_lose_double_and_tear_nothing) {
   BOOST_TEST(node.stop(SIGTERM) == 0);
 
   history all;
-  std::size_t ok = 0, unknown = 0, failed = 0;
+  std::size_t ok = 0, unknown = 0, failed = 0, interactive_ok = 0;
   for (auto& h : histories)
     for (auto& op : h) {
       ok += op.result == outcome::ok;
+      interactive_ok += op.result == outcome::ok && op.kind == chaos::op_kind::pair_interactive;
       unknown += op.result == outcome::unknown;
       failed += op.result == outcome::failed;
       all.push_back(std::move(op));
     }
   BOOST_TEST_MESSAGE("TALLY_TEST_SEED=" << rng.seed << ": " << all.size() << " operations ("
                                         << ok << " ok, " << unknown << " unknown, " << failed
-                                        << " failed), " << kills << " kills, " << pauses
-                                        << " pauses");
+                                        << " failed; " << interactive_ok
+                                        << " interactive pairs ok), " << kills << " kills, "
+                                        << pauses << " pauses");
   BOOST_TEST(restarts_failed == 0);
   BOOST_TEST(kills >= 1);
   BOOST_TEST(ok > 100u); // the load went on between the faults
+  BOOST_TEST(interactive_ok > 0u); // interactive transactions are in the history
   std::vector<violation> found;
   for (auto v : chaos::check_counter_bounds(all, final_values))
     found.push_back(v);

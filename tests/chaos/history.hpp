@@ -24,7 +24,11 @@
 namespace tally::chaos {
 
 enum class outcome { ok, failed, unknown };
-enum class op_kind { inc, pair, read };
+/// inc: one counter; pair: x += d and y += d in one static transaction;
+/// pair_interactive: the same through start, update and commit; read: a
+/// snapshot of every key. Checkers treat every kind but read as updates of
+/// its keys by its delta.
+enum class op_kind { inc, pair, pair_interactive, read };
 
 struct op_record {
   int session = 0;        // a connection's life: a reconnect is a new one
