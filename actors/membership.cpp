@@ -940,8 +940,6 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
               "): its partitions are unavailable until it is back");
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
-        if (self->state.cfg.remote)
-          self->state.cfg.remote->link_lost(id);
         if (self->state.out && self->state.out->to == id)
           handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }

@@ -64,8 +64,6 @@ struct membership_config {
   std::function<expected<caf::actor>(std::uint32_t)> open_partition;
   /// The two-phase commits this node coordinates (tx_active_atom answers).
   std::shared_ptr<coordinated_txs> coordinating;
-  /// Calls to other nodes' partitions: failed at once when a peer goes down.
-  std::shared_ptr<remote_calls> remote;
   /// Called once this node has left the cluster and handed off everything.
   std::function<void()> request_shutdown;
   /// This run's incarnation (the origin of the transaction ids its

@@ -6,11 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -144,51 +142,6 @@ private:
   std::unordered_set<tx_id, tx_id_hash> txs_;
 };
 
-/// Calls waiting for an answer from a partition on another node
-/// (partition_calls.cpp). When the link to that node is lost (the
-/// membership sees it down: killed, or paused past the failure detector),
-/// every such call fails at once instead of waiting out its request
-/// timeout, so a coordinator learns within the failure detection time that
-/// its two-phase commit cannot finish (issue 13: a pause of one node used
-/// to leave its transactions prepared on the others for 3 x 10 s).
-class remote_calls {
-public:
-  /// Registers `on_link_lost` for a call to a partition on `node`.
-  std::uint64_t add(const std::string& node, std::function<void()> on_link_lost) {
-    std::lock_guard<std::mutex> g{mu_};
-    auto id = ++next_;
-    calls_.emplace(id, std::make_pair(node, std::move(on_link_lost)));
-    return id;
-  }
-  /// The call was answered (or timed out).
-  void remove(std::uint64_t id) {
-    std::lock_guard<std::mutex> g{mu_};
-    calls_.erase(id);
-  }
-  /// Fails every call waiting on `node` (runs their on_link_lost).
-  void link_lost(const std::string& node) {
-    std::vector<std::function<void()>> lost;
-    {
-      std::lock_guard<std::mutex> g{mu_};
-      for (auto i = calls_.begin(); i != calls_.end();) {
-        if (i->second.first == node) {
-          lost.push_back(std::move(i->second.second));
-          i = calls_.erase(i);
-        } else {
-          ++i;
-        }
-      }
-    }
-    for (auto& f : lost)
-      f();
-  }
-
-private:
-  std::mutex mu_;
-  std::uint64_t next_ = 0;
-  std::unordered_map<std::uint64_t, std::pair<std::string, std::function<void()>>> calls_;
-};
-
 struct node_context {
   std::shared_ptr<routing> routes = std::make_shared<routing>();
   std::uint32_t q = 64;
@@ -199,7 +152,6 @@ struct node_context {
   std::string admin_socket;      // where admin requests are accepted ("": nowhere)
   std::shared_ptr<safe_board> board;
   std::shared_ptr<coordinated_txs> coordinating = std::make_shared<coordinated_txs>();
-  std::shared_ptr<remote_calls> remote = std::make_shared<remote_calls>();
 };
 
 } // namespace tally

@@ -1,6 +1,5 @@
 #include "actors/partition_calls.hpp"
 
-#include <atomic>
 
 #include <string>
 #include <utility>
@@ -36,33 +35,20 @@ Resp failed(error err) {
   return r;
 }
 
-// A request to a remote partition on `node`, asked by a short-lived actor.
-// It fails at once if the link to that node is lost first (remote_calls).
+// A request to a remote partition, asked by a short-lived actor.
 template <class Resp, class Atom>
-void remote_call(caf::actor_system& sys, const node_context& ctx, const std::string& node,
-                 caf::actor target, Atom kind, std::string bytes,
-                 std::function<void(Resp)> done_once) {
-  auto answered = std::make_shared<std::atomic<bool>>(false);
-  auto done = [answered, done_once = std::move(done_once)](Resp r) {
-    if (!answered->exchange(true))
-      done_once(std::move(r));
-  };
-  auto registry = ctx.remote;
-  auto id = registry->add(node, [done, node] {
-    done(failed<Resp>(make_error(errc::unavailable, "the node of a partition (" + node
-                                                      + ") went down; retry")));
-  });
-  sys.spawn([target, timeout = ctx.limits.request_timeout, kind, bytes = std::move(bytes),
-             done, registry, id](caf::event_based_actor* self) {
+void remote_call(caf::actor_system& sys, caf::actor target,
+                 std::chrono::milliseconds timeout, Atom kind, std::string bytes,
+                 std::function<void(Resp)> done) {
+  sys.spawn([target, timeout, kind, bytes = std::move(bytes),
+             done = std::move(done)](caf::event_based_actor* self) {
     self->request(target, timeout, kind, bytes)
       .then(
-        [done, registry, id](std::string& reply) {
-          registry->remove(id);
+        [done](std::string& reply) {
           auto r = decode_wire<Resp>(reply);
           done(r ? std::move(*r) : failed<Resp>(r.err()));
         },
-        [done, registry, id](caf::error& e) {
-          registry->remove(id);
+        [done](caf::error& e) {
           done(failed<Resp>(
             e == caf::sec::request_timeout
               ? make_error(errc::timeout, "a partition did not answer in time")
@@ -83,8 +69,8 @@ void call_partition(caf::actor_system& sys, const node_context& ctx, std::uint32
     return done(failed<Resp>(r.err()));
   if ((*r)->node == ctx.owner)
     return caf::anon_send((*r)->handle, kind, Call{std::move(req), std::move(done)});
-  remote_call<Resp>(sys, ctx, (*r)->node, (*r)->handle, kind, encode_wire(req),
-                    std::move(done));
+  remote_call<Resp>(sys, (*r)->handle, ctx.limits.request_timeout, kind,
+                    encode_wire(req), std::move(done));
 }
 
 } // namespace
