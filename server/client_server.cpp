@@ -289,7 +289,9 @@ private:
         return;
       }
       auto* to = peers_[next_peer_++ % peers_.size()];
-      if (live_->load() >= opts_.max_connections) {
+      // The operator's admin connections get in even when clients have
+      // filled the node (they are few: the socket is 0600).
+      if (!admin && live_->load() >= opts_.max_connections) {
         // Full: the shard it goes to makes room, or refuses it.
         if (to == this)
           admit_at_limit(fd, admin);
