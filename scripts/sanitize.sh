@@ -46,13 +46,21 @@ else
 fi
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 
+# g++ 12 with -fsanitize=address at -O2 reports false -Wmaybe-uninitialized
+# in std::variant moves (crdt/any_crdt.cpp, reset_update); the GCC manual
+# (Instrumentation Options, -fsanitize) says sanitizers raise the rate of false
+# -Wmaybe-uninitialized and recommends against -Werror with them. That one
+# warning stays a warning here; every other one is still an error, and the
+# normal -Werror build (scripts/test.sh, CI) keeps it an error too.
+cxx_only="-Wno-error=maybe-uninitialized"
+
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 echo "sanitize: $mode build in $build"
 mkdir -p "$build"
 nice cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
+  -DCMAKE_CXX_FLAGS="$flags $cxx_only" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
   -DCMAKE_SHARED_LINKER_FLAGS="$flags" "${launcher[@]}" >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
 start=$(date +%s)
