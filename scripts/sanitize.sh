@@ -103,4 +103,12 @@ if [ ${#found[@]} -gt 0 ]; then
 else
   echo "sanitize: no sanitizer reports"
 fi
+# Some child tallyd reports reach the test's output instead of a file (seen
+# with UBSan inside CAF actor threads): look for them in CTest's full log too.
+pattern='runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer'
+if grep -Eq "$pattern" "$build/Testing/Temporary/LastTest.log" 2>/dev/null; then
+  echo "sanitize: sanitizer reports in test output ($build/Testing/Temporary/LastTest.log):" >&2
+  grep -E -A12 "$pattern" "$build/Testing/Temporary/LastTest.log" | head -80 >&2
+  rc=1
+fi
 exit $rc
