@@ -11,6 +11,7 @@
 #include "actors/caf_types.hpp"
 #include "actors/node_context.hpp"
 #include "actors/open_transactions.hpp"
+#include "actors/spawn_helper.hpp"
 #include "actors/transactions.hpp"
 
 namespace tally {
@@ -110,7 +111,7 @@ private:
     if (req.command == "status") {
       if (!req.args.empty())
         return fail(errc::invalid_argument, "status takes no arguments");
-      sys_.spawn([membership, timeout, fail, reply](caf::event_based_actor* self) {
+      spawn_self_only(sys_, [membership, timeout, fail, reply](caf::event_based_actor* self) {
         self->request(membership, timeout, status_atom::value)
           .then([reply](std::string& text) { reply(admin_resp{true, std::move(text), 0}); },
                 [fail, self](caf::error& e) {
@@ -121,7 +122,7 @@ private:
       if (req.args.size() > 1)
         return fail(errc::invalid_argument, "leave takes at most one node id");
       std::string who = req.args.empty() ? std::string{} : req.args[0];
-      sys_.spawn([membership, timeout, who, fail, reply](caf::event_based_actor* self) {
+      spawn_self_only(sys_, [membership, timeout, who, fail, reply](caf::event_based_actor* self) {
         self->request(membership, timeout, leave_atom::value, who)
           .then(
             [reply, fail](bool ok, std::string& text) {

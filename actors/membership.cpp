@@ -22,6 +22,7 @@
 #include "actors/handoff.hpp"
 #include "common/log.hpp"
 #include "actors/node_context.hpp"
+#include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
 
 namespace tally {
@@ -385,7 +386,7 @@ void connect(mem_self self, const node_id& id) {
   self->state.peers[id].connecting = true;
   auto mm = node_link_opener(self->system());
   auto back = self->address();
-  self->system().spawn([mm, back, id, host = addr->first,
+  spawn_self_only(self->system(), [mm, back, id, host = addr->first,
                         port = addr->second](caf::event_based_actor* h) {
     h->request(mm, connect_timeout, caf::connect_atom::value, host, port)
       .then(

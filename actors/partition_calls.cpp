@@ -9,6 +9,7 @@
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "actors/node_context.hpp"
+#include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
 
 namespace tally {
@@ -40,7 +41,7 @@ template <class Resp, class Atom>
 void remote_call(caf::actor_system& sys, caf::actor target,
                  std::chrono::milliseconds timeout, Atom kind, std::string bytes,
                  std::function<void(Resp)> done) {
-  sys.spawn([target, timeout, kind, bytes = std::move(bytes),
+  spawn_self_only(sys, [target, timeout, kind, bytes = std::move(bytes),
              done = std::move(done)](caf::event_based_actor* self) {
     self->request(target, timeout, kind, bytes)
       .then(

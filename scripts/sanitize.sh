@@ -17,7 +17,8 @@
 # binaries and of their children, goes to a file under
 # $BUILD_DIR/sanitizer-reports/ (log_path), and the script fails when a test
 # fails or when any report file appears. It prints the reports it found.
-# Leak suppressions (third-party code only): scripts/lsan.supp.
+# Leak suppressions, third-party code only: scripts/lsan.supp when present
+# (none needed so far).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -26,7 +27,7 @@ mode=asan; ctest_args=(); targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tsan) mode=tsan ;;
-    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
     --) shift; ctest_args=("$@"); break ;;
     *) echo "sanitize: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
