@@ -612,7 +612,12 @@ status partition_core::flush() {
     staged_refs_.clear();
     return *failed_;
   }
-  lsn at = range->first;
+  apply_appended(range->first);
+  return {};
+}
+
+void partition_core::apply_appended(lsn first) {
+  lsn at = first;
   for (std::size_t r = 0; r < staged_.size(); ++r, ++at) {
     const auto& ref = staged_refs_[r];
     auto& rec = staged_[r];
@@ -654,9 +659,147 @@ status partition_core::flush() {
       wake_waiting_for(ref.tx);
     }
   }
+  if (opts_.keep_flushed)
+    flushed_.push_back(replication_batch{first, std::move(staged_)});
   staged_.clear();
   staged_refs_.clear();
+}
+
+std::vector<replication_batch> partition_core::take_flushed() {
+  auto out = std::move(flushed_);
+  flushed_.clear();
+  return out;
+}
+
+status partition_core::stage_replicated(const journal_record& rec) {
+  const tx_id& tx = record_tx(rec);
+  auto bad = [&](const std::string& why) {
+    return make_error(errc::invalid_argument,
+                      "partition " + std::to_string(opts_.index)
+                        + ": replicated " + record_kind_name(rec)
+                        + " record does not fit: " + why);
+  };
+  if (auto* u = std::get_if<update_record>(&rec)) {
+    auto& p = prepared_[tx]; // prepare time set by its prepare or commit
+    if (p.prepare_time != 0 || p.commit_time)
+      return bad("an update after the transaction's prepare");
+    if (u->op)
+      in_flight_.emplace(std::make_pair(u->key.bucket, *u->op),
+                         in_flight_op{tx, u->key, u->type, u->effect});
+    p.updates.push_back(tx_update{u->key, u->type, u->effect, u->op});
+    p.positions.push_back(0);
+    staged_refs_.push_back({tx, p.updates.size() - 1});
+  } else if (auto* pr = std::get_if<prepare_record>(&rec)) {
+    auto& p = prepared_[tx];
+    if (p.prepare_time != 0)
+      return bad("a second prepare");
+    p.prepare_time = pr->prepare_time;
+    prepare_times_.insert(p.prepare_time);
+    clock_ = std::max(clock_, pr->prepare_time);
+    staged_refs_.push_back({tx, 0});
+  } else if (auto* c = std::get_if<commit_record>(&rec)) {
+    const std::uint64_t t = c->commit_time.get(local_dc);
+    auto i = prepared_.find(tx);
+    if (i != prepared_.end()) {
+      auto& p = i->second;
+      if (p.commit_time)
+        return bad("a second commit");
+      if (p.prepare_time == 0) { // one-step: no prepare record
+        p.prepare_time = t;
+        prepare_times_.insert(t);
+      }
+      p.commit_time = t;
+    }
+    // A commit with nothing prepared here (every update a duplicate) is
+    // journaled as the primary journaled it, and applies nothing.
+    clock_ = std::max(clock_, t);
+    ++commits_;
+    if (!c->bloom_timestamp.empty()) {
+      auto b = bloom_clock::decode(c->bloom_timestamp, opts_.bloom_cells,
+                                   opts_.bloom_hashes);
+      if (!b)
+        return bad("its Bloom timestamp: " + b.err().message());
+      bloom_.emplace(std::move(*b));
+    }
+    staged_refs_.push_back({tx, 0});
+  } else {
+    drop_prepared(tx); // an abort
+    staged_refs_.push_back({tx, 0});
+  }
+  staged_.push_back(rec);
   return {};
+}
+
+expected<lsn> partition_core::apply_replicated(const replication_batch& b) {
+  if (failed_)
+    return make_error(errc::unavailable,
+                      "partition " + std::to_string(opts_.index)
+                        + " stopped after a failed write: " + failed_->to_string());
+  const lsn end = log_->next_lsn();
+  if (b.first > end)
+    return make_error(errc::invalid_argument,
+                      "partition " + std::to_string(opts_.index)
+                        + ": replicated batch starts at LSN " + std::to_string(b.first)
+                        + ", this journal ends at " + std::to_string(end));
+  if (b.end() <= end)
+    return end; // a resend of what is here already
+  if (!staged_.empty())
+    return make_error(errc::invalid_argument,
+                      "partition " + std::to_string(opts_.index)
+                        + ": a replica does not stage writes of its own");
+  for (std::size_t r = end - b.first; r < b.records.size(); ++r) {
+    if (auto st = stage_replicated(b.records[r]); !st) {
+      // The state took part of the batch and the journal none of it: only
+      // a restart (recovery from the journal) makes them agree again.
+      failed_ = st.err();
+      staged_.clear();
+      staged_refs_.clear();
+      return st.err();
+    }
+  }
+  auto range = log_->append(staged_);
+  status synced;
+  if (range && log_->mode() == durability::batch)
+    synced = log_->sync();
+  if (!range || !synced || range->first != end) {
+    failed_ = !range    ? range.err()
+              : !synced ? synced.err()
+                        : make_error(errc::corrupt, "replicated batch appended at LSN "
+                                                      + std::to_string(range->first)
+                                                      + ", expected "
+                                                      + std::to_string(end));
+    staged_.clear();
+    staged_refs_.clear();
+    tally::log(log_level::error, "partition ", opts_.index,
+               ": replica stopped, a replicated batch failed: ", failed_->to_string());
+    return *failed_;
+  }
+  apply_appended(range->first);
+  return log_->next_lsn();
+}
+
+expected<replication_batch> partition_core::records_from(lsn from,
+                                                         std::size_t max_records) {
+  if (from < log_->truncation_lsn())
+    return make_error(errc::not_found,
+                      "partition " + std::to_string(opts_.index) + ": LSN "
+                        + std::to_string(from) + " is folded into the checkpoint (the log starts at "
+                        + std::to_string(log_->truncation_lsn()) + "): a full copy is needed");
+  if (from > log_->next_lsn())
+    return make_error(errc::invalid_argument,
+                      "partition " + std::to_string(opts_.index) + ": LSN "
+                        + std::to_string(from) + " is beyond the journal's end "
+                        + std::to_string(log_->next_lsn()));
+  replication_batch out;
+  out.first = from;
+  const lsn to = from + std::min<std::uint64_t>(max_records, log_->next_lsn() - from);
+  auto st = log_->scan(from, to, [&](lsn, const journal_record& r) {
+    out.records.push_back(r);
+    return true;
+  });
+  if (!st)
+    return st.err();
+  return out;
 }
 
 status partition_core::sync() {
@@ -748,8 +891,11 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   const std::uint64_t now = opts_.now_us();
   checkpoint_bounds b;
   b.checkpoint_time = vector_clock{{local_dc, c}};
-  // n_val = 1: every journaled record counts as replicated.
+  // Every journaled record counts as replicated, except those a replica
+  // that is behind still needs (keep_log_from: it is sent them from here).
   b.replicated_lsn = log_->next_lsn() - 1;
+  if (keep_log_from_ != 0)
+    b.replicated_lsn = std::min(b.replicated_lsn, keep_log_from_ - 1);
   // Every id the FBF may still hold keeps its record and `opids` entry, so
   // an FBF positive for a true duplicate is always confirmed exactly.
   std::uint64_t horizon = sub_floor(now, op_id_keep_us_);

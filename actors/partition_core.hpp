@@ -49,6 +49,7 @@
 #include "fbf/forgetful_bloom_filter.hpp"
 #include "journal/journal.hpp"
 #include "journal/record.hpp"
+#include "replication/replication_batch.hpp"
 
 namespace tally {
 
@@ -122,6 +123,9 @@ struct partition_options {
   /// The journal's I/O seam: nullptr opens LMDB at `path`; tests pass a
   /// fault_env to inject a full map.
   std::shared_ptr<storage_env> env;
+  /// Replication (docs/REPLICATION.md): flush() keeps every batch it
+  /// appended for take_flushed(), which the primary ships to its replicas.
+  bool keep_flushed = false;
 };
 
 /// What checkpoint() did.
@@ -306,6 +310,41 @@ public:
   /// sync stops the partition like a failed flush.
   status sync();
 
+  // ---- replication (docs/REPLICATION.md, "Log shipping") ----------------
+
+  /// The batches flush() appended since the last call, in LSN order (only
+  /// with options.keep_flushed; else always empty): what a primary ships.
+  std::vector<replication_batch> take_flushed();
+
+  /// Replica side: appends `b` at exactly its LSNs and applies it as the
+  /// primary did (prepared set, in-flight op ids, commits into the cache,
+  /// the FBFs and `opids`, clock and Bloom clock raised), so that this
+  /// journal stays a prefix of the primary's and the replica can take over
+  /// with the same exactly-once and TCC state. Idempotent: the part of `b`
+  /// below log_end() is skipped (a resend). Returns the new log_end().
+  /// Errors: errc::invalid_argument when `b` starts above log_end() (a
+  /// batch was missed: the caller sends records_from(log_end()) first) or
+  /// holds a record that does not fit the state (a commit of a transaction
+  /// not prepared here); errc::unavailable when the partition is stopped.
+  /// A failed append stops the partition (fail-stop: a restart recovers
+  /// from the journal and catches up again).
+  expected<lsn> apply_replicated(const replication_batch& b);
+
+  /// Catch-up: the records with from <= LSN < log_end(), at most
+  /// `max_records` of them, as one batch (empty when from == log_end()).
+  /// errc::not_found when `from` is below the log's truncation point (they
+  /// are folded into the checkpoint: the replica needs a full copy);
+  /// errc::invalid_argument when `from` is beyond log_end().
+  expected<replication_batch> records_from(lsn from, std::size_t max_records);
+
+  /// The end of this partition's journal: every LSN below it is appended.
+  lsn log_end() const noexcept { return log_->next_lsn(); }
+
+  /// A primary keeps its log from `from` on for replicas that are behind:
+  /// checkpoint() truncates nothing at or above it. 0 (the default): no
+  /// replica to wait for (n_val = 1).
+  void keep_log_from(lsn from) noexcept { keep_log_from_ = from; }
+
   /// Prepared transactions found at recovery with no decision.
   const std::vector<undecided_prepare>& undecided() const noexcept {
     return undecided_;
@@ -400,6 +439,12 @@ private:
   void drop_prepared(const tx_id& tx);
   // flush() after an append error that left the journal usable.
   status fail_batch(const error& cause);
+  // After the staged batch was appended at LSNs from `first` on: routes the
+  // update LSNs, applies the commits, clears the stage (kept for
+  // take_flushed() when options.keep_flushed).
+  void apply_appended(lsn first);
+  // Stages one record received from the primary (apply_replicated).
+  status stage_replicated(const journal_record& r);
 
   partition_options opts_;
   std::unique_ptr<journal> log_;
@@ -434,6 +479,8 @@ private:
   std::uint64_t fbf_confirmed_ = 0;
   std::uint64_t failed_batches_ = 0;
   std::optional<error> failed_;
+  std::vector<replication_batch> flushed_;
+  lsn keep_log_from_ = 0;
 };
 
 } // namespace tally
