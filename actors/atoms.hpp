@@ -39,3 +39,17 @@ using hoff_end_atom = caf::atom_constant<caf::atom("h_end")>;
 using hoff_query_atom = caf::atom_constant<caf::atom("h_query")>;
 
 } // namespace tally
+
+namespace tally {
+
+// Replication between the copies of one partition
+// (actors/partition_replication.hpp, docs/REPLICATION.md).
+using r_append_atom = caf::atom_constant<caf::atom("r_append")>;
+using r_fetch_atom = caf::atom_constant<caf::atom("r_fetch")>;
+using r_end_atom = caf::atom_constant<caf::atom("r_end")>;
+using r_config_atom = caf::atom_constant<caf::atom("r_config")>;
+using r_stale_atom = caf::atom_constant<caf::atom("r_stale")>;
+// A primary's own reminder to send again to copies that refused a batch.
+using r_pump_atom = caf::atom_constant<caf::atom("r_pump")>;
+
+} // namespace tally

@@ -22,6 +22,8 @@
 #include "actors/handoff.hpp"
 #include "common/log.hpp"
 #include "actors/node_context.hpp"
+#include "actors/replica_sets.hpp"
+#include "replication/placement.hpp"
 #include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
 
@@ -173,6 +175,8 @@ struct peer {
   caf::actor membership;          // null until connected
   std::uint64_t incarnation = 0;  // of its current run
   std::vector<caf::actor> parts;  // what it serves, size Q
+  std::vector<caf::actor> copies; // n_val > 1: its replica copies, size Q
+  std::set<std::uint32_t> stale;  // its copies that are stale
   bool up = false;
   bool connecting = false;
 };
@@ -222,6 +226,15 @@ struct membership_state {
   // works on them (tx_active_atom): only their journals can commit them.
   std::set<tx_id> coordinator_done;
   bool resolving = false;              // a round of questions is out
+  // n_val > 1 (docs/REPLICATION.md; actors/replica_sets.hpp): this node's
+  // copies of partitions others own, its copies found stale, what each
+  // local copy was last configured as, and when this run started (copies
+  // are configured only once the view has settled).
+  std::vector<caf::actor> copies;
+  std::set<std::uint32_t> stale;
+  std::set<std::uint32_t> replaced;
+  std::map<std::uint32_t, std::string> configured;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   static inline const char* name = "membership";
 };
 
@@ -262,8 +275,102 @@ void persist(mem_self self) {
     log(log_level::error, "cannot save the ring state: ", s.err().to_string());
 }
 
+bool replicated(mem_self self) {
+  return self->state.ring->n_val() > 1;
+}
+
+// How long a starting node waits for its peers before it configures its
+// copies: a copy made primary before the node has heard that another copy
+// leads could serve stale data.
+constexpr std::chrono::milliseconds settle_time{3000};
+
+bool settled(mem_self self) {
+  auto& st = self->state;
+  if (std::chrono::steady_clock::now() - st.started >= settle_time)
+    return true;
+  for (const auto& [id, info] : st.ring->members()) {
+    if (id == self_id(self) || info.status == member_status::exited)
+      continue;
+    auto i = st.peers.find(id);
+    if (i == st.peers.end() || !i->second.up)
+      return false;
+  }
+  return true;
+}
+
+// n_val > 1: routes to each partition's primary copy and configures this
+// node's copies (actors/replica_sets.hpp).
+void replicated_routes(mem_self self) {
+  auto& st = self->state;
+  std::vector<route> table(st.cfg.q);
+  const bool configure = settled(self);
+  for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+    std::vector<copy_view> copies;
+    {
+      for (const auto& node : copy_nodes(*st.ring, p)) {
+        copy_view v;
+        v.node = node;
+        if (node == self_id(self)) {
+          v.handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
+          v.stale = st.stale.count(p) != 0;
+        } else if (auto i = st.peers.find(node); i != st.peers.end() && i->second.up) {
+          const auto& pe = i->second;
+          if (p < pe.parts.size() && pe.parts[p])
+            v.handle = pe.parts[p];
+          else if (p < pe.copies.size())
+            v.handle = pe.copies[p];
+          v.stale = pe.stale.count(p) != 0;
+        }
+        copies.push_back(std::move(v));
+      }
+    }
+    auto plan = plan_partition(p, copies, self_id(self));
+    table[p] = std::move(plan.where);
+    if (!configure || !plan.mine)
+      continue;
+    const auto& mine = *plan.mine;
+    auto key = mine.key();
+    auto& last = st.configured[p];
+    if (last == key)
+      continue;
+    last = key;
+    auto& handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
+    self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
+               mine.primary, mine.peers, mine.handles, mine.w);
+  }
+  st.routes->store(std::move(table));
+}
+
+// n_val > 1: this node holds a copy of every partition whose preference
+// list names it; those another node owns are opened as replica copies.
+void ensure_copies(mem_self self) {
+  auto& st = self->state;
+  if (!replicated(self) || !st.cfg.open_copy)
+    return;
+  st.copies.resize(st.cfg.q);
+  const auto& owners = st.ring->owners().owners;
+  for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+    if (st.copies[p] || owners[p] == self_id(self) || st.local[p])
+      continue;
+    auto nodes = copy_nodes(*st.ring, p);
+    if (std::find(nodes.begin(), nodes.end(), self_id(self)) == nodes.end())
+      continue;
+    auto h = st.cfg.open_copy(p);
+    if (!h) {
+      log(log_level::error, "partition ", p, ": cannot open this node's copy: ",
+          h.err().to_string());
+      continue;
+    }
+    st.copies[p] = *h;
+  }
+}
+
 void rebuild_routes(mem_self self) {
   auto& st = self->state;
+  if (replicated(self)) {
+    replicated_routes(self);
+    return;
+  }
   const auto& owners = st.ring->owners().owners;
   std::vector<route> table(st.cfg.q);
   for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
@@ -300,8 +407,12 @@ void rebuild_routes(mem_self self) {
 
 void send_gossip(mem_self self, const caf::actor& to) {
   auto& st = self->state;
+  // The stale copies as "p,p,..." (a type CAF's node links carry as is).
+  std::string stale;
+  for (auto p : st.stale)
+    stale += (stale.empty() ? "" : ",") + std::to_string(p);
   self->send(to, gossip_atom::value, st.ring->encode(), self_id(self),
-             st.cfg.incarnation, caf::actor{self}, st.local);
+             st.cfg.incarnation, caf::actor{self}, st.local, st.copies, stale);
 }
 
 void gossip_all(mem_self self) {
@@ -347,6 +458,7 @@ void changed(mem_self self, bool ring_changed) {
     if (!pe.up && !pe.connecting)
       connect(self, id);
   }
+  ensure_copies(self);
   rebuild_routes(self);
   progress(self);
   if (ring_changed)
@@ -354,7 +466,8 @@ void changed(mem_self self, bool ring_changed) {
 }
 
 void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::actor m,
-             std::vector<caf::actor> parts) {
+             std::vector<caf::actor> parts, std::vector<caf::actor> copies,
+             const std::string& stale) {
   auto& st = self->state;
   if (id == self_id(self))
     return;
@@ -370,6 +483,16 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
   pe.connecting = false;
   parts.resize(st.cfg.q);
   pe.parts = std::move(parts);
+  copies.resize(st.cfg.q);
+  pe.copies = std::move(copies);
+  pe.stale.clear();
+  std::istringstream in{stale};
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    auto v = std::strtoul(item.c_str(), &end, 10);
+    if (!item.empty() && *end == '\0' && v < st.cfg.q)
+      pe.stale.insert(static_cast<std::uint32_t>(v));
+  }
   if (fresh)
     send_gossip(self, pe.membership);
 }
@@ -909,6 +1032,24 @@ std::string status_text(mem_self self) {
   }
   if (st.out)
     os << "handoff in progress: partition " << st.out->p << " -> " << st.out->to << "\n";
+  if (replicated(self)) {
+    // docs/REPLICATION.md: which copy leads each partition, as routed here.
+    os << "replication: n_val " << ring.n_val()
+       << ", a write is acknowledged once a majority of its partition's copies have it\n";
+    auto table = st.routes->load();
+    std::map<node_id, std::vector<std::uint32_t>> leads;
+    std::vector<std::uint32_t> none;
+    for (std::uint32_t p = 0; p < table->size(); ++p)
+      ((*table)[p].handle ? leads[(*table)[p].node] : none).push_back(p);
+    os << "primary | partitions\n";
+    for (const auto& [node, ps] : leads)
+      os << node << " | " << ps.size() << " [" << ranges(ps) << "]\n";
+    if (!none.empty())
+      os << "no reachable copy | " << none.size() << " [" << ranges(none) << "]\n";
+    if (!st.stale.empty())
+      os << "stale copies on this node | "
+         << ranges(std::vector<std::uint32_t>(st.stale.begin(), st.stale.end())) << "\n";
+  }
   return os.str();
 }
 
@@ -923,6 +1064,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
   st.ring = std::move(*ring);
   st.local = std::move(local);
   st.local.resize(st.cfg.q);
+  st.copies.resize(st.cfg.q);
   st.routes = std::move(routes);
   st.undecided = st.cfg.undecided;
   for (const auto& u : st.undecided)
@@ -941,6 +1083,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
               "): its partitions are unavailable until it is back");
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
+        pe.copies.assign(self->state.cfg.q, nullptr);
         if (self->state.out && self->state.out->to == id)
           handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }
@@ -980,14 +1123,16 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       return {true, st.ring->encode()};
     },
     [self](gossip_atom, std::string& bytes, node_id& from, std::uint64_t incarnation,
-           caf::actor& m, std::vector<caf::actor>& parts) {
+           caf::actor& m, std::vector<caf::actor>& parts, std::vector<caf::actor>& copies,
+           std::string& stale) {
       auto& st = self->state;
       auto other = ring_state::decode(bytes);
       if (!other) {
         log(log_level::warn, "bad ring state from ", from, ": ", other.err().to_string());
         return;
       }
-      on_peer(self, from, incarnation, std::move(m), std::move(parts));
+      on_peer(self, from, incarnation, std::move(m), std::move(parts), std::move(copies),
+              stale);
       auto before = *st.ring;
       if (auto s = st.ring->merge(*other); !s) {
         log(log_level::warn, "ring state from ", from, " refused: ", s.err().to_string());
@@ -1009,6 +1154,34 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         send_gossip(self, h);
     },
     [self](status_atom) -> std::string { return status_text(self); },
+    // A copy of partition p here found itself stale (its journal is not a
+    // prefix of the primary's): it is moved aside and replaced by an empty
+    // copy that follows the primary from its log, once per run.
+    [self](r_stale_atom, std::uint32_t p) {
+      auto& st = self->state;
+      if (p >= st.cfg.q)
+        return;
+      st.stale.insert(p);
+      st.configured.erase(p);
+      const bool owned = st.local[p] && st.closed.count(p) == 0;
+      if (st.replaced.insert(p).second && st.cfg.replace_copy) {
+        auto& old = owned ? st.local[p] : st.copies[p];
+        caf::anon_send_exit(old, caf::exit_reason::user_shutdown);
+        auto fresh = st.cfg.replace_copy(p, owned);
+        if (fresh) {
+          old = *fresh;
+          st.stale.erase(p);
+          log(log_level::warn, "partition ", p, ": stale copy moved aside; an empty copy "
+                               "follows the primary from its log");
+        } else {
+          old = nullptr;
+          log(log_level::error, "partition ", p, ": cannot replace the stale copy: ",
+              fresh.err().to_string());
+        }
+      }
+      rebuild_routes(self);
+      gossip_all(self);
+    },
     [self](tx_active_atom, std::string& bytes) -> bool {
       auto tx = decode_wire<tx_id>(bytes);
       if (!tx)

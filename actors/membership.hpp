@@ -62,6 +62,14 @@ struct membership_config {
   std::chrono::milliseconds request_timeout{10000};
   /// Opens <root>/partitions/<p> (creating nothing) and spawns its actor.
   std::function<expected<caf::actor>(std::uint32_t)> open_partition;
+  /// n_val > 1 (docs/REPLICATION.md): opens (creating it when missing) this
+  /// node's copy of a partition another node owns, <root>/replicas/<p>,
+  /// and spawns its actor as a replica.
+  std::function<expected<caf::actor>(std::uint32_t)> open_copy;
+  /// Moves a stale copy's folder aside (<root>/stale/) and opens an empty
+  /// one in its place; `owned`: the owner's copy (partitions/<p>) rather
+  /// than a replica's.
+  std::function<expected<caf::actor>(std::uint32_t, bool owned)> replace_copy;
   /// The two-phase commits this node coordinates (tx_active_atom answers).
   std::shared_ptr<coordinated_txs> coordinating;
   /// Called once this node has left the cluster and handed off everything.

@@ -303,7 +303,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       return joined.err();
     ring = std::move(*joined);
   } else {
-    auto fresh = ring_state::create(*id, cfg.partitions, 1);
+    auto fresh = ring_state::create(*id, cfg.partitions, cfg.n_val);
     if (!fresh)
       return fresh.err();
     ring = std::move(*fresh);
@@ -334,10 +334,12 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   if (!unopened.empty())
     log(log_level::info, unopened.size(), " partition(s) on disk belong to other nodes "
                          "now: not served here, handed off");
-  auto opts_for = [cfg, root](std::uint32_t i, bool must_exist) {
+  const bool replicated = ring->n_val() > 1;
+  auto opts_for = [cfg, root](std::uint32_t i, bool must_exist,
+                              const char* folder = "partitions") {
     partition_options po;
     po.index = i;
-    po.path = (root / "partitions" / std::to_string(i)).string();
+    po.path = (root / folder / std::to_string(i)).string();
     po.must_exist = must_exist;
     po.mode = cfg.mode;
     po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
@@ -404,7 +406,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   for (auto& core : cores) {
     auto i = core->index();
     local[i] = spawn_partition(sys, std::move(core), cfg.partitions_detached(),
-                               board_slot(ctx->board, i), timers);
+                               board_slot(ctx->board, i), timers, replicated);
     self->actors_.push_back(local[i]);
   }
   ctx->routes->store(local_routes(local, *id));
@@ -424,12 +426,12 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.unopened = std::move(unopened);
   auto board = ctx->board;
   bool detached = cfg.partitions_detached();
-  mc.open_partition = [&sys, opts_for, board, detached, timers,
-                       spawned](std::uint32_t i) -> expected<caf::actor> {
-    auto core = partition_core::open(opts_for(i, true)); // reopened: its data is there
-    if (!core)
-      return core.err();
-    auto a = spawn_partition(sys, std::move(*core), detached, board_slot(board, i), timers);
+  // Spawns a partition actor opened later and registers it with the node,
+  // which stops it too.
+  auto adopt = [&sys, board, detached, timers, spawned,
+                replicated](std::uint32_t i, std::unique_ptr<partition_core> core) {
+    auto a = spawn_partition(sys, std::move(core), detached, board_slot(board, i), timers,
+                             replicated);
     std::lock_guard<std::mutex> guard{spawned->mutex};
     if (spawned->stopping) // opened while the node stops: stop it too
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -437,6 +439,43 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       spawned->actors.push_back(a);
     return a;
   };
+  mc.open_partition = [opts_for, adopt](std::uint32_t i) -> expected<caf::actor> {
+    auto core = partition_core::open(opts_for(i, true)); // reopened: its data is there
+    if (!core)
+      return core.err();
+    return adopt(i, std::move(*core));
+  };
+  if (replicated) {
+    // A replica copy has no slot on the safe board (it serves no reads;
+    // when it becomes primary, reads wait at the partition itself).
+    auto open_copy = [opts_for, adopt](std::uint32_t i,
+                                       const char* folder) -> expected<caf::actor> {
+      auto po = opts_for(i, false, folder);
+      auto core = partition_core::open(po);
+      if (!core)
+        return make_error(core.err().code(), "copy of partition " + std::to_string(i) + " ("
+                                               + po.path + "): " + core.err().message());
+      return adopt(i, std::move(*core));
+    };
+    mc.open_copy = [open_copy](std::uint32_t i) { return open_copy(i, "replicas"); };
+    mc.replace_copy = [open_copy, root](std::uint32_t i,
+                                        bool owned) -> expected<caf::actor> {
+      const char* folder = owned ? "partitions" : "replicas";
+      auto from = root / folder / std::to_string(i);
+      auto aside = root / "stale"
+                   / (std::to_string(i) + "." + folder + "." + std::to_string(wall_clock_us()));
+      std::error_code ec;
+      std::filesystem::create_directories(aside.parent_path(), ec);
+      if (!ec)
+        std::filesystem::rename(from, aside, ec);
+      if (ec)
+        return make_error(errc::io_error, "cannot move " + from.string() + " to "
+                                            + aside.string() + ": " + ec.message());
+      log(log_level::warn, "partition ", i, ": stale copy kept in ", aside.string(),
+          " (delete it once the cluster is healthy)");
+      return open_copy(i, folder);
+    };
+  }
   ctx->membership = spawn_membership(sys, std::move(mc), std::move(*ring), local, ctx->routes);
   self->actors_.push_back(ctx->membership);
   auto published = publish_on_cluster_port(sys, ctx->membership, self->cluster_port_, cfg.bind);

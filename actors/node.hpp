@@ -37,6 +37,9 @@ struct node_config {
   std::string bind = "127.0.0.1";
   std::uint16_t port = 8087;
   std::uint32_t partitions = 64;
+  /// Copies of each partition, for a new cluster (its founder's setting;
+  /// nodes that join take the ring's): docs/REPLICATION.md.
+  std::uint32_t n_val = 1;
   durability mode = durability::batch;
   /// Durability periodic: sync each journal this often (--durability
   /// periodic:MS, default 1000).

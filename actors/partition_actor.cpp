@@ -13,6 +13,7 @@
 #include "actors/caf_types.hpp"
 #include "common/log.hpp"
 #include "actors/partition_core.hpp"
+#include "actors/partition_replication.hpp"
 #include "actors/wire.hpp"
 
 namespace tally {
@@ -110,6 +111,8 @@ struct partition_state {
   std::uint64_t ticks = 0;
   // Durability periodic: when the journal was last synced.
   std::chrono::steady_clock::time_point last_sync = std::chrono::steady_clock::now();
+  // This copy's role among the partition's copies (docs/REPLICATION.md).
+  partition_replication repl;
   static inline const char* name = "partition";
 };
 
@@ -117,8 +120,17 @@ using partition_self = caf::stateful_actor<partition_state>*;
 
 void publish(partition_self self) {
   if (self->state.slot)
-    self->state.slot->store(self->state.core->blocked_from(),
+    self->state.slot->store(std::min(self->state.core->blocked_from(),
+                                     self->state.repl.visible_below()),
                             std::memory_order_release);
+}
+
+// The newest snapshot this partition can serve now: its safe time, kept
+// below commits not yet on w copies (partition_replication::visible_below).
+std::uint64_t readable_time(partition_self self) {
+  auto safe = self->state.core->safe_time();
+  auto v = self->state.repl.visible_below();
+  return v == UINT64_MAX ? safe : std::min(safe, v - 1);
 }
 
 part_read_resp serve(partition_core& core, const part_read_req& req) {
@@ -165,8 +177,17 @@ void flush_now(partition_self self) {
   publish(self);
   auto writes = std::move(st.writes);
   st.writes.clear();
-  for (auto& w : writes)
-    w.answer(res ? std::nullopt : std::optional<error>{res.err()});
+  if (res) {
+    // Answered once on w copies (at once without replication).
+    std::vector<partition_replication::answer_fn> answers;
+    answers.reserve(writes.size());
+    for (auto& w : writes)
+      answers.emplace_back([w](std::optional<error> err) mutable { w.answer(std::move(err)); });
+    st.repl.flushed(self, *st.core, std::move(answers));
+  } else {
+    for (auto& w : writes)
+      w.answer(res.err());
+  }
   sync_if_due(self, st.timers.sync_interval); // acknowledged first: periodic
   redrive_ready(self);
 }
@@ -231,7 +252,7 @@ void retry_reads(partition_self self) {
   auto& st = self->state;
   if (st.reads.empty())
     return;
-  auto safe = st.core->safe_time();
+  auto safe = readable_time(self);
   std::vector<waiting_read> still;
   std::uint64_t ahead = 0;
   for (auto& r : st.reads) {
@@ -365,6 +386,12 @@ void forward_deferred(partition_self self) {
 std::optional<caf::response_promise> divert(partition_self self, caf::atom_value kind,
                                             std::string& bytes) {
   auto& st = self->state;
+  if (st.mode == partition_mode::serving && !st.repl.serves_clients()
+      && kind != part_find_atom::value) {
+    auto rp = self->make_response_promise();
+    rp.deliver(error_reply_bytes(kind, st.repl.refusal(st.index)));
+    return rp;
+  }
   if (st.mode == partition_mode::serving
       || (st.mode == partition_mode::draining && kind != part_prepare_atom::value))
     return std::nullopt;
@@ -485,6 +512,9 @@ void on_tick(partition_self self) {
                              std::chrono::milliseconds{0}));
   if (st.timers.fbf_tick.count() > 0)
     st.core->advance_filters();
+  st.repl.tick(self, *st.core,
+               st.timers.read_timeout.count() > 0 ? st.timers.read_timeout
+                                                  : std::chrono::milliseconds{10000});
   // Decisions kept after a failed batch (a full map) are retried.
   if (st.core->has_staged() && !st.core->stopped())
     schedule_flush(self);
@@ -497,8 +527,16 @@ void on_tick(partition_self self) {
 caf::behavior partition_fn(partition_self self,
                            std::shared_ptr<std::unique_ptr<partition_core>> box,
                            std::shared_ptr<std::atomic<std::uint64_t>> slot,
-                           partition_timers timers) {
+                           partition_timers timers, bool replicated) {
   self->state.core = std::move(*box);
+  if (replicated)
+    self->state.repl.start_following();
+  self->state.repl.on_visible([self] {
+    if (!self->state.core)
+      return;
+    publish(self);
+    retry_reads(self);
+  });
   self->state.index = self->state.core->index();
   self->state.slot = std::move(slot);
   self->state.timers = timers;
@@ -520,9 +558,10 @@ caf::behavior partition_fn(partition_self self,
       d.rp.deliver(error_reply_bytes(
         d.kind, make_error(errc::unavailable, "node shutting down")));
     st.deferred.clear();
+    st.repl.fail_held(make_error(errc::unavailable, "node shutting down"));
     self->quit(msg.reason);
   });
-  return {
+  caf::message_handler serving{
     [self](part_read_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
       if (auto held = divert(self, part_read_atom::value, bytes))
@@ -530,7 +569,7 @@ caf::behavior partition_fn(partition_self self,
       auto req = decode_wire<part_read_req>(bytes);
       if (!req)
         return encode_wire(part_read_resp{req.err(), {}});
-      if (req->snapshot.get(local_dc) <= st.core->safe_time())
+      if (req->snapshot.get(local_dc) <= readable_time(self))
         return encode_wire(serve(*st.core, *req));
       if (auto full = parked_reads_full(self))
         return encode_wire(part_read_resp{*full, {}});
@@ -604,7 +643,9 @@ caf::behavior partition_fn(partition_self self,
     // resolve when their coordinator went silent.
     [self](part_stale_atom, std::string& bytes) -> caf::result<std::string> {
       auto& st = self->state;
-      if (!st.core) // closed or forwarding: the new owner answers for it
+      // Closed or forwarding: the new owner answers for it; a replica: its
+      // primary does.
+      if (!st.core || !st.repl.serves_clients())
         return encode_wire(part_stale_resp{});
       auto before = decode_wire<std::uint64_t>(bytes);
       if (!before)
@@ -620,9 +661,9 @@ caf::behavior partition_fn(partition_self self,
     // same as the request above, answered through the call's function.
     [self](part_read_atom, part_read_call& call) {
       auto& st = self->state;
-      if (st.mode != partition_mode::serving)
+      if (st.mode != partition_mode::serving || !st.repl.serves_clients())
         return via_mailbox(self, std::move(call.req), std::move(call.reply));
-      if (call.req.snapshot.get(local_dc) <= st.core->safe_time())
+      if (call.req.snapshot.get(local_dc) <= readable_time(self))
         return call.reply(serve(*st.core, call.req));
       if (auto full = parked_reads_full(self))
         return call.reply(part_read_resp{*full, {}});
@@ -632,7 +673,7 @@ caf::behavior partition_fn(partition_self self,
     },
     [self](part_prepare_atom, part_prepare_call& call) {
       auto& st = self->state;
-      if (st.mode != partition_mode::serving)
+      if (st.mode != partition_mode::serving || !st.repl.serves_clients())
         return via_mailbox(self, part_prepare_atom::value, call.req,
                            std::move(call.reply));
       auto& req = call.req;
@@ -643,7 +684,7 @@ caf::behavior partition_fn(partition_self self,
     },
     [self](part_commit_atom, part_commit_call& call) {
       auto& st = self->state;
-      if (st.mode != partition_mode::serving)
+      if (st.mode != partition_mode::serving || !st.repl.serves_clients())
         return via_mailbox(self, part_commit_atom::value, call.req,
                            std::move(call.reply));
       auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
@@ -708,6 +749,8 @@ caf::behavior partition_fn(partition_self self,
       redrive_ready(self);
     },
   };
+  return serving.or_else(
+    self->state.repl.handlers(self, [self] { return self->state.core.get(); }));
 }
 
 } // namespace
@@ -735,11 +778,11 @@ caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
                            bool detached,
                            std::shared_ptr<std::atomic<std::uint64_t>> board_slot,
-                           partition_timers timers) {
+                           partition_timers timers, bool replicated) {
   auto box = std::make_shared<std::unique_ptr<partition_core>>(std::move(core));
   if (!detached)
-    return sys.spawn(partition_fn, box, board_slot, timers);
-  return sys.spawn<caf::detached>(partition_fn, box, board_slot, timers);
+    return sys.spawn(partition_fn, box, board_slot, timers, replicated);
+  return sys.spawn<caf::detached>(partition_fn, box, board_slot, timers, replicated);
 }
 
 } // namespace tally

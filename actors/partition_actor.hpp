@@ -70,6 +70,9 @@ struct partition_timers {
 
 /// Spawns the partition actor owning `core`: detached (own thread, the
 /// default) or on the shared scheduler (kept for measurements only).
+/// `replicated`: the ring keeps several copies of each partition; the copy
+/// starts as a replica that serves no client until the membership makes it
+/// primary (actors/partition_replication.hpp).
 /// `board_slot` is where it publishes blocked_from() (node_context::board);
 /// the actor shares ownership of it, so the board outlives every partition
 /// thread even when the node is torn down after a failed start.
@@ -77,6 +80,7 @@ caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
                            bool detached = true,
                            std::shared_ptr<std::atomic<std::uint64_t>> board_slot = nullptr,
-                           partition_timers timers = {});
+                           partition_timers timers = {},
+                           bool replicated = false);
 
 } // namespace tally

@@ -802,6 +802,22 @@ expected<replication_batch> partition_core::records_from(lsn from,
   return out;
 }
 
+expected<std::optional<tx_id>> partition_core::tx_at(lsn at) {
+  if (at == 0)
+    return std::optional<tx_id>{};
+  if (at < log_->truncation_lsn() || at >= log_->next_lsn())
+    return make_error(errc::not_found, "partition " + std::to_string(opts_.index)
+                                         + ": no record at LSN " + std::to_string(at));
+  std::optional<tx_id> out;
+  auto st = log_->scan(at, at + 1, [&](lsn, const journal_record& r) {
+    out = record_tx(r);
+    return false;
+  });
+  if (!st)
+    return st.err();
+  return out;
+}
+
 status partition_core::sync() {
   if (failed_)
     return *failed_;

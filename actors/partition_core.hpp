@@ -340,6 +340,20 @@ public:
   /// The end of this partition's journal: every LSN below it is appended.
   lsn log_end() const noexcept { return log_->next_lsn(); }
 
+  /// The transaction of the record at `at` (nullopt for LSN 0, "before the
+  /// first record"): a copy compares it with another's to check that its
+  /// journal is a prefix of the other's. errc::not_found when `at` is
+  /// folded into the checkpoint or beyond the end.
+  expected<std::optional<tx_id>> tx_at(lsn at);
+
+  /// Turns keeping flushed batches (options.keep_flushed) on, when a
+  /// replica becomes primary, or off.
+  void keep_flushed(bool on) noexcept {
+    opts_.keep_flushed = on;
+    if (!on)
+      flushed_.clear();
+  }
+
   /// A primary keeps its log from `from` on for replicas that are behind:
   /// checkpoint() truncates nothing at or above it. 0 (the default): no
   /// replica to wait for (n_val = 1).

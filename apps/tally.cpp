@@ -367,7 +367,7 @@ exit codes: 0 ok, 1 the node answered with an error (e.g. an unknown
 
 constexpr const char* cluster_local_usage =
   R"(usage: tally cluster local --nodes N [--data-dir DIR] [--base-port P]
-                           [--partitions Q] [--durability MODE]
+                           [--partitions Q] [--n-val N] [--durability MODE]
                            [--ready-timeout S]
 
 Starts a cluster of N tallyd processes on 127.0.0.1 to try Tally out, and
@@ -382,6 +382,8 @@ cluster port). Its node id is tally@127.0.0.1:<P+1000+i>.
   --base-port P       node 0's client port (default 8087); P+1000+N-1 must
                       stay below 65536
   --partitions Q      ring size, passed to every node (default: tallyd's)
+  --n-val N           copies of each partition (1-16; default 1), passed to
+                      node 0, which founds the cluster (docs/REPLICATION.md)
   --durability MODE   full | batch | none, passed to every node (default:
                       tallyd's)
   --ready-timeout S   seconds each node may take to get ready (default 30)
@@ -430,6 +432,7 @@ struct local_options {
   std::string data_dir = "./data-cluster";
   int base_port = 8087;
   std::optional<std::string> partitions;
+  std::optional<std::string> n_val;
   std::optional<std::string> durability;
   int ready_timeout_s = 30;
 };
@@ -477,6 +480,8 @@ local_options parse_local(const std::vector<std::string>& args) {
                     + " is not a power of two",
                   cluster_local_usage);
       o.partitions = std::to_string(q);
+    } else if (flag == "--n-val") {
+      o.n_val = std::to_string(number(value(), 1, 16, "a copy count"));
     } else if (flag == "--durability") {
       auto mode = value();
       if (mode != "full" && mode != "batch" && mode != "none")
@@ -647,6 +652,10 @@ private:
     if (opts_.partitions) {
       args.push_back("--partitions");
       args.push_back(*opts_.partitions);
+    }
+    if (opts_.n_val && i == 0) {
+      args.push_back("--n-val");
+      args.push_back(*opts_.n_val);
     }
     if (opts_.durability) {
       args.push_back("--durability");

@@ -52,6 +52,11 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           cluster port (first start of an empty data dir)
   --partitions Q          ring size, a power of two (default 64); every
                           member of a cluster has the same
+  --n-val N               copies of each partition (1-16, default 1) for a
+                          cluster this node founds; nodes that join take
+                          the cluster's. N > 1: each write is acknowledged
+                          once a majority of the copies have it, and a dead
+                          node's partitions fail over (docs/REPLICATION.md)
   --durability MODE       full | batch | periodic[:MS] | none (default
                           batch). full: a sync per commit; batch: a commit
                           is acknowledged after the group sync covering it;
@@ -181,6 +186,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.admin_socket = v == "none" ? std::string{} : v;
   } else if (key == "partitions") {
     cfg.partitions = static_cast<std::uint32_t>(parse_uint(key, v, 1u << 16));
+  } else if (key == "n-val") {
+    cfg.n_val = static_cast<std::uint32_t>(parse_positive(key, v, 16));
   } else if (key == "durability") {
     if (v == "full")
       cfg.mode = durability::full;

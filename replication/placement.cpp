@@ -4,6 +4,18 @@
 
 namespace tally {
 
+std::vector<node_id> copy_nodes(const ring_state& ring, std::uint32_t p) {
+  const auto& owners = ring.owners().owners;
+  std::vector<node_id> out;
+  const std::size_t q = owners.size();
+  for (std::size_t i = 0; i < q && out.size() < ring.n_val(); ++i) {
+    const auto& n = owners[(p + i) % q];
+    if (std::find(out.begin(), out.end(), n) == out.end())
+      out.push_back(n);
+  }
+  return out;
+}
+
 std::uint32_t default_n_val_for(std::size_t nodes) noexcept {
   return static_cast<std::uint32_t>(std::clamp<std::size_t>(nodes, 1, 3));
 }

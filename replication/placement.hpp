@@ -12,6 +12,13 @@
 
 namespace tally {
 
+/// The nodes that hold a copy of partition `p`: walking the ring from p,
+/// the first min(n_val, distinct owners) distinct owners, in that order
+/// (the preference order: the first is the partition's owner). Unlike
+/// ring_state::preference_list, a node that owns two neighbouring
+/// partitions is counted once, so the copies are on distinct nodes.
+std::vector<node_id> copy_nodes(const ring_state& ring, std::uint32_t p);
+
 /// n_val when the operator gives none: min(3, nodes), at least 1.
 std::uint32_t default_n_val_for(std::size_t nodes) noexcept;
 

@@ -81,6 +81,17 @@ public:
     }
     return out;
   }
+  /// The held items from the oldest on while `pred(item)` holds (to fail
+  /// those held too long).
+  template <class Pred>
+  std::vector<T> take_front_while(Pred pred) {
+    std::vector<T> out;
+    while (!items_.empty() && pred(items_.front().second)) {
+      out.push_back(std::move(items_.front().second));
+      items_.pop_front();
+    }
+    return out;
+  }
   /// Every held item (to fail them).
   std::vector<T> take_all() { return take_ready(~lsn{0}); }
   std::size_t size() const noexcept { return items_.size(); }

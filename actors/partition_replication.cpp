@@ -1,0 +1,611 @@
+#include "actors/partition_replication.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <tuple>
+
+#include <caf/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "common/log.hpp"
+
+namespace tally {
+
+namespace {
+
+// Records one r_append or r_fetch carries at most: a replica far behind is
+// sent its gap in slices, each one durable before the next.
+constexpr std::size_t max_records_per_send = 4096;
+// Flushed batches kept in memory for re-sends; beyond this, a copy that is
+// behind is sent its records from the journal.
+constexpr std::size_t max_recent_records = 100000;
+// How long a copy waits for another's answer.
+constexpr std::chrono::milliseconds link_timeout{3000};
+// How soon a primary sends again to a copy that refused a batch (it is
+// being reconfigured to follow this primary).
+constexpr std::chrono::milliseconds refused_retry{50};
+// "No prefix check" in r_append / r_fetch: the record before is unknown.
+constexpr std::uint64_t no_prev = UINT64_MAX;
+
+std::pair<std::uint64_t, std::uint64_t> wire_prev(const std::optional<tx_id>& t, bool known) {
+  if (!known)
+    return {no_prev, no_prev};
+  if (!t)
+    return {0, 0};
+  return {t->origin, t->seq};
+}
+
+// True when the record at `first - 1` of `core` is the one (prev_o, prev_s)
+// names, or cannot be checked (folded, or no check asked).
+bool prefix_matches(partition_core& core, std::uint64_t first, std::uint64_t prev_o,
+                    std::uint64_t prev_s) {
+  if (prev_o == no_prev || first == 0)
+    return true;
+  if (first - 1 >= core.log_end())
+    return true; // beyond this journal: a gap, not a divergence
+  auto mine = core.tx_at(first - 1);
+  if (!mine)
+    return true; // folded here: cannot tell
+  if (!*mine)
+    return prev_o == 0 && prev_s == 0;
+  return (*mine)->origin == prev_o && (*mine)->seq == prev_s;
+}
+
+} // namespace
+
+const char* to_string(copy_role r) noexcept {
+  switch (r) {
+    case copy_role::solo: return "solo";
+    case copy_role::primary: return "primary";
+    case copy_role::replica: return "replica";
+    case copy_role::promoting: return "promoting";
+    case copy_role::stale: return "stale";
+  }
+  return "?";
+}
+
+error partition_replication::refusal(std::uint32_t partition) const {
+  std::string why = "partition " + std::to_string(partition) + ": this copy is ";
+  switch (role_) {
+    case copy_role::promoting:
+      why += "taking over as primary (catching up); retry";
+      break;
+    case copy_role::stale:
+      why += "stale and serves nothing; retry (the request goes to the primary)";
+      break;
+    default:
+      why += "a replica";
+      if (!primary_.empty())
+        why += " (primary: " + primary_ + ")";
+      why += "; retry";
+  }
+  return make_error(errc::unavailable, why);
+}
+
+partition_replication::peer_link* partition_replication::find_peer(const node_id& n) {
+  for (auto& p : peers_)
+    if (p.node == n)
+      return &p;
+  return nullptr;
+}
+
+void partition_replication::fail_held(const error& err) {
+  for (auto& h : held_.take_all())
+    h.answer(err);
+}
+
+void partition_replication::flushed(caf::event_based_actor* self, partition_core& core,
+                                    std::vector<answer_fn> answers) {
+  if (role_ != copy_role::primary || !progress_) {
+    for (auto& a : answers)
+      a(std::nullopt);
+    return;
+  }
+  for (auto& b : core.take_flushed()) {
+    if (b.empty())
+      continue;
+    std::uint64_t first_commit = UINT64_MAX;
+    for (const auto& r : b.records)
+      if (auto* c = std::get_if<commit_record>(&r))
+        first_commit = std::min(first_commit, c->commit_time.get(local_dc));
+    if (first_commit != UINT64_MAX) {
+      // Kept non-decreasing: a later batch's commits are above every
+      // earlier commit time anyway (the partition clock), and the front
+      // decides.
+      if (!unreplicated_.empty())
+        first_commit = std::max(first_commit, unreplicated_.back().second);
+      unreplicated_.emplace_back(b.end(), first_commit);
+    }
+    last_tx_ = record_tx(b.records.back());
+    last_tx_known_ = true;
+    recent_records_ += b.records.size();
+    recent_.push_back(std::move(b));
+  }
+  while (recent_records_ > max_recent_records && !recent_.empty()) {
+    recent_records_ -= recent_.front().records.size();
+    recent_.pop_front();
+  }
+  const lsn end = core.log_end();
+  progress_->local_durable(end);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& a : answers)
+    held_.push(end, held_write{std::move(a), now});
+  release(self);
+  pump(self, core);
+}
+
+void partition_replication::release(caf::event_based_actor*) {
+  if (!progress_)
+    return;
+  const lsn q = progress_->quorum_end();
+  for (auto& h : held_.take_ready(q))
+    h.answer(std::nullopt);
+  bool rose = false;
+  while (!unreplicated_.empty() && unreplicated_.front().first <= q) {
+    unreplicated_.pop_front();
+    rose = true;
+  }
+  if (rose && on_visible_)
+    on_visible_();
+}
+
+void partition_replication::pump(caf::event_based_actor* self, partition_core& core) {
+  if (role_ != copy_role::primary || !progress_)
+    return;
+  lsn keep = core.log_end();
+  for (auto& p : peers_) {
+    if (!p.handle || p.stale)
+      continue;
+    keep = std::min(keep, std::max<lsn>(progress_->end_of(p.node), 1));
+    if (!p.in_flight && progress_->end_of(p.node) != core.log_end())
+      send_to(self, core, p);
+  }
+  // The log stays from the slowest live copy on, so that it can be sent
+  // from there (the unacknowledged tail is never folded either).
+  core.keep_log_from(keep);
+  const lsn all = progress_->all_end();
+  while (!recent_.empty() && recent_.front().end() <= all) {
+    recent_records_ -= recent_.front().records.size();
+    recent_.pop_front();
+  }
+}
+
+void partition_replication::send_to(caf::event_based_actor* self, partition_core& core,
+                                    peer_link& p) {
+  const lsn from = progress_->end_of(p.node);
+  replication_batch b;
+  std::optional<tx_id> prev;
+  bool prev_known = false;
+  if (from == 0) {
+    // Where the copy is is not known yet: an empty probe at the end of
+    // this journal, which it answers with its own end (or a divergence).
+    b.first = core.log_end();
+    prev = last_tx_;
+    prev_known = last_tx_known_;
+    if (!prev_known) {
+      if (auto t = core.tx_at(b.first - 1); t) {
+        prev = *t;
+        prev_known = true;
+        last_tx_ = *t;
+        last_tx_known_ = true;
+      }
+    }
+  } else {
+    b.first = from;
+    // From the batches in memory when they reach back far enough.
+    if (!recent_.empty() && recent_.front().first <= from) {
+      for (const auto& r : recent_) {
+        if (r.end() <= from)
+          continue;
+        for (lsn at = std::max(from, r.first); at < r.end(); ++at) {
+          if (b.records.size() >= max_records_per_send)
+            break;
+          b.records.push_back(r.records[at - r.first]);
+        }
+      }
+    } else {
+      auto got = core.records_from(from, max_records_per_send);
+      if (!got) {
+        if (got.err().code() == errc::not_found) {
+          p.stale = true;
+          log(log_level::warn, "partition ", core.index(), ": copy on ", p.node,
+              " is behind what this journal still holds (", got.err().message(),
+              "); it cannot follow until it gets a full copy");
+        } else {
+          log(log_level::warn, "partition ", core.index(), ": cannot read the journal to ship to ",
+              p.node, ": ", got.err().to_string());
+        }
+        return;
+      }
+      b = std::move(*got);
+    }
+    if (auto t = core.tx_at(from - 1); t) {
+      prev = *t;
+      prev_known = true;
+    }
+  }
+  auto [po, ps] = wire_prev(prev, prev_known);
+  p.in_flight = true;
+  p.sent_at = std::chrono::steady_clock::now();
+  const auto epoch = epoch_;
+  const node_id node = p.node;
+  self->request(p.handle, link_timeout, r_append_atom::value, self_node_, encode_batch(b), po, ps)
+    .then(
+      [this, self, epoch, node](std::uint64_t end, std::uint8_t status) {
+        if (epoch != epoch_)
+          return;
+        on_ack(self, node, end, static_cast<repl_status>(status));
+      },
+      [this, epoch, node](caf::error&) {
+        if (epoch != epoch_)
+          return;
+        if (auto* pl = find_peer(node))
+          pl->in_flight = false; // re-sent on the next tick
+      });
+}
+
+void partition_replication::on_ack(caf::event_based_actor* self, const node_id& node,
+                                   std::uint64_t end, repl_status status) {
+  auto* p = find_peer(node);
+  if (!p || !progress_)
+    return;
+  p->in_flight = false;
+  switch (status) {
+    case repl_status::applied:
+      progress_->acked(node, end);
+      break;
+    case repl_status::gap:
+      progress_->rewound(node, end);
+      break;
+    case repl_status::diverged:
+    case repl_status::folded:
+      p->stale = true;
+      log(log_level::warn, "partition ", index_, ": copy on ", node,
+          " diverged from this primary's journal: it stops following");
+      break;
+    case repl_status::refused:
+      // Not (yet) configured to follow this node: soon again.
+      if (!pump_scheduled_) {
+        pump_scheduled_ = true;
+        self->delayed_send(self, refused_retry, r_pump_atom::value);
+      }
+      return;
+  }
+  release(self);
+  if (auto* core = core_ ? core_() : nullptr)
+    pump(self, *core);
+}
+
+void partition_replication::tick(caf::event_based_actor* self, partition_core& core,
+                                 std::chrono::milliseconds limit) {
+  const auto now = std::chrono::steady_clock::now();
+  if (role_ == copy_role::primary) {
+    auto late = held_.take_front_while(
+      [&](const held_write& h) { return now - h.since > limit; });
+    for (auto& h : late)
+      h.answer(make_error(errc::unavailable,
+                          "partition " + std::to_string(core.index())
+                            + ": the write is durable here but did not reach "
+                            + std::to_string(w_) + " copies in time; its outcome is "
+                              "unknown: retry with the same op ids"));
+    for (auto& p : peers_)
+      if (p.in_flight && now - p.sent_at > 2 * link_timeout)
+        p.in_flight = false;
+    pump(self, core);
+  } else if (role_ == copy_role::promoting) {
+    promote(self, core);
+  }
+}
+
+void partition_replication::configure(caf::event_based_actor* self, partition_core* core,
+                                      copy_role role, node_id primary,
+                                      std::vector<node_id> peers,
+                                      std::vector<caf::actor> handles, std::uint32_t w) {
+  const copy_role before = role_;
+  // The same configuration again (the membership re-sends on every change
+  // of the table) changes nothing.
+  bool same_peers = peers.size() == peers_.size();
+  for (std::size_t i = 0; same_peers && i < peers.size(); ++i)
+    same_peers = peers_[i].node == peers[i] && peers_[i].handle == handles[i];
+  const bool wants_primary = role == copy_role::primary;
+  const bool is_primary = before == copy_role::primary || before == copy_role::promoting;
+  if (same_peers && w == w_ && primary == primary_
+      && (wants_primary ? is_primary : before == role))
+    return;
+  if (before == copy_role::stale && role != copy_role::solo)
+    return; // a stale copy stays out until it is replaced
+  ++epoch_;
+  std::vector<peer_link> links;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    peer_link l;
+    l.node = peers[i];
+    l.handle = handles[i];
+    if (auto* old = find_peer(peers[i]); old && old->handle == handles[i])
+      l.stale = old->stale;
+    links.push_back(std::move(l));
+  }
+  peers_ = std::move(links);
+  w_ = w;
+  primary_ = std::move(primary);
+  if (role == copy_role::primary)
+    self_node_ = primary_; // the primary is this node: what it signs batches with
+  if (before == copy_role::primary && role != copy_role::primary) {
+    unreplicated_.clear();
+    if (on_visible_)
+      on_visible_();
+  }
+  if (before == copy_role::primary && role != copy_role::primary)
+    fail_held(make_error(errc::unavailable,
+                         "partition " + std::to_string(index_) + ": the primary moved to "
+                           + primary_ + " before the write reached " + std::to_string(w_)
+                           + " copies; its outcome is unknown: retry with the same op ids"));
+  if (!core) {
+    role_ = role;
+    return;
+  }
+  if (role == copy_role::solo) {
+    role_ = role;
+    progress_.reset();
+    recent_.clear();
+    recent_records_ = 0;
+    core->keep_flushed(false);
+    core->keep_log_from(0);
+    return;
+  }
+  if (role == copy_role::replica) {
+    role_ = role;
+    progress_.reset();
+    recent_.clear();
+    recent_records_ = 0;
+    core->keep_flushed(false);
+    core->keep_log_from(0);
+    if (before != copy_role::replica)
+      log(log_level::info, "partition ", core->index(), ": replica of ", primary_);
+    return;
+  }
+  // Primary: a copy that already leads only takes the new peer list; any
+  // other first catches up from the copies that answer.
+  if (before == copy_role::primary || before == copy_role::solo) {
+    become_primary(self, *core);
+    return;
+  }
+  role_ = copy_role::promoting;
+  promote(self, *core);
+}
+
+void partition_replication::promote(caf::event_based_actor* self, partition_core& core) {
+  // Every acknowledged write is on w of the n copies; the copies that
+  // answer, this one included, are n - w + 1 or more: one of them has it.
+  const std::size_t n = peers_.size() + 1;
+  const std::size_t need = n - std::min<std::size_t>(w_, n); // answers besides this copy
+  struct round {
+    std::size_t asked = 0, answered = 0, failed = 0;
+    std::uint64_t best_end = 0;
+    std::size_t best = 0;
+  };
+  auto r = std::make_shared<round>();
+  r->best_end = core.log_end();
+  r->best = peers_.size();
+  const auto epoch = epoch_;
+  auto done = [this, self, r, need, epoch]() {
+    if (epoch != epoch_ || r->answered + r->failed < r->asked)
+      return;
+    auto* c = core_ ? core_() : nullptr;
+    if (!c)
+      return;
+    if (r->answered < need) {
+      log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
+          r->answered, " of the ", need, " other copies needed answered; retrying");
+      return; // the tick tries again
+    }
+    if (r->best == peers_.size()) {
+      become_primary(self, *c);
+      return;
+    }
+    pull_from(self, r->best, r->best_end, epoch);
+  };
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    if (!peers_[i].handle)
+      continue;
+    ++r->asked;
+    self->request(peers_[i].handle, link_timeout, r_end_atom::value)
+      .then(
+        [r, i, done](std::uint64_t end, std::uint8_t) {
+          ++r->answered;
+          if (end > r->best_end) {
+            r->best_end = end;
+            r->best = i;
+          }
+          done();
+        },
+        [r, done](caf::error&) {
+          ++r->failed;
+          done();
+        });
+  }
+  if (r->asked == 0)
+    done();
+}
+
+void partition_replication::pull_from(caf::event_based_actor* self, std::size_t peer,
+                                      std::uint64_t target, std::uint64_t epoch) {
+  auto* c = core_ ? core_() : nullptr;
+  if (!c || epoch != epoch_ || peer >= peers_.size())
+    return;
+  const lsn from = c->log_end();
+  if (from >= target) {
+    become_primary(self, *c);
+    return;
+  }
+  std::optional<tx_id> prev;
+  bool known = false;
+  if (auto t = c->tx_at(from - 1); t) {
+    prev = *t;
+    known = true;
+  }
+  auto [po, ps] = wire_prev(prev, known);
+  self->request(peers_[peer].handle, link_timeout, r_fetch_atom::value, from, po, ps,
+                std::uint64_t{max_records_per_send})
+    .then(
+      [this, self, peer, target, epoch](std::uint8_t status, std::string& bytes) {
+        if (epoch != epoch_)
+          return;
+        auto* core = core_ ? core_() : nullptr;
+        if (!core)
+          return;
+        auto st = static_cast<repl_status>(status);
+        if (st == repl_status::diverged || st == repl_status::folded) {
+          report_stale(self, *core,
+                       st == repl_status::diverged
+                         ? "its journal has records the other copies do not"
+                         : "the records it misses are folded into the other copies' checkpoints");
+          return;
+        }
+        if (st != repl_status::applied)
+          return; // retried by the tick
+        auto b = decode_batch(bytes);
+        if (!b) {
+          log(log_level::warn, "partition ", core->index(), ": bad catch-up batch: ",
+              b.err().to_string());
+          return;
+        }
+        if (b->empty()) {
+          become_primary(self, *core);
+          return;
+        }
+        if (auto end = core->apply_replicated(*b); !end) {
+          log(log_level::error, "partition ", core->index(), ": catch-up failed: ",
+              end.err().to_string());
+          return;
+        }
+        pull_from(self, peer, target, epoch);
+      },
+      [](caf::error&) { /* retried by the tick */ });
+}
+
+void partition_replication::become_primary(caf::event_based_actor* self, partition_core& core) {
+  std::vector<node_id> nodes;
+  for (const auto& p : peers_)
+    nodes.push_back(p.node);
+  auto prog = replica_progress::make(nodes, std::min<std::uint32_t>(w_, nodes.size() + 1));
+  if (!prog) {
+    log(log_level::error, "partition ", core.index(), ": ", prog.err().to_string());
+    return;
+  }
+  const bool was = role_ == copy_role::primary;
+  progress_ = std::move(*prog);
+  progress_->local_durable(core.log_end());
+  role_ = copy_role::primary;
+  core.keep_flushed(true);
+  last_tx_known_ = false;
+  for (auto& p : peers_)
+    p.in_flight = false;
+  if (!was)
+    log(log_level::info, "partition ", core.index(), ": primary (", peers_.size(),
+        " other copies, w = ", w_, ", journal end ", core.log_end(), ")");
+  release(self);
+  pump(self, core);
+}
+
+void partition_replication::report_stale(caf::event_based_actor* self, partition_core& core,
+                                         const std::string& why) {
+  if (role_ == copy_role::stale)
+    return;
+  role_ = copy_role::stale;
+  ++epoch_;
+  fail_held(make_error(errc::unavailable, "partition " + std::to_string(core.index())
+                                            + ": this copy went stale; retry"));
+  log(log_level::warn, "partition ", core.index(), ": this copy is stale (", why,
+      "): it serves nothing until it is replaced");
+  if (membership_)
+    self->send(membership_, r_stale_atom::value, core.index());
+}
+
+std::string partition_replication::describe() const {
+  std::ostringstream os;
+  os << to_string(role_);
+  if (role_ == copy_role::replica && !primary_.empty())
+    os << " of " << primary_;
+  if (role_ == copy_role::primary && progress_) {
+    os << ", w " << w_;
+    for (const auto& p : peers_)
+      os << "; " << p.node << (p.handle ? "" : " (down)") << (p.stale ? " (stale)" : "")
+         << " at " << progress_->end_of(p.node);
+  }
+  return os.str();
+}
+
+caf::message_handler partition_replication::handlers(caf::event_based_actor* self,
+                                              std::function<partition_core*()> core) {
+  core_ = std::move(core);
+  if (auto* c = core_())
+    index_ = c->index();
+  return {
+    [this, self](r_config_atom, std::uint8_t role, node_id& primary,
+                 std::vector<node_id>& peers, std::vector<caf::actor>& handles,
+                 std::uint32_t w) {
+      membership_ = caf::actor_cast<caf::actor>(self->current_sender());
+      if (peers.size() != handles.size() || role > static_cast<std::uint8_t>(copy_role::stale))
+        return;
+      configure(self, core_(), static_cast<copy_role>(role), std::move(primary),
+                std::move(peers), std::move(handles), w);
+    },
+    [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
+                 std::uint64_t prev_s) -> std::tuple<std::uint64_t, std::uint8_t> {
+      auto* c = core_();
+      if (!c)
+        return {0, static_cast<std::uint8_t>(repl_status::refused)};
+      const lsn end = c->log_end();
+      auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
+      if (role_ != copy_role::replica || from != primary_)
+        return {end, status(repl_status::refused)};
+      auto b = decode_batch(bytes);
+      if (!b) {
+        log(log_level::warn, "partition ", c->index(), ": bad batch from ", from, ": ",
+            b.err().to_string());
+        return {end, status(repl_status::refused)};
+      }
+      if (b->first > end)
+        return {end, status(repl_status::gap)};
+      if (!prefix_matches(*c, b->first, prev_o, prev_s)
+          || (b->empty() && b->first < end)) {
+        report_stale(self, *c, "its journal has records the primary " + from + " does not");
+        return {end, status(repl_status::diverged)};
+      }
+      auto applied = c->apply_replicated(*b);
+      if (!applied) {
+        report_stale(self, *c, applied.err().to_string());
+        return {end, status(repl_status::diverged)};
+      }
+      return {*applied, status(repl_status::applied)};
+    },
+    [this](r_fetch_atom, std::uint64_t from, std::uint64_t prev_o, std::uint64_t prev_s,
+           std::uint64_t max) -> std::tuple<std::uint8_t, std::string> {
+      auto* c = core_();
+      auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
+      if (!c || role_ == copy_role::stale)
+        return {status(repl_status::refused), {}};
+      if (!prefix_matches(*c, from, prev_o, prev_s))
+        return {status(repl_status::diverged), {}};
+      if (from > c->log_end())
+        return {status(repl_status::diverged), {}};
+      auto b = c->records_from(from, std::min<std::uint64_t>(max, max_records_per_send));
+      if (!b)
+        return {status(b.err().code() == errc::not_found ? repl_status::folded
+                                                         : repl_status::refused),
+                {}};
+      return {status(repl_status::applied), encode_batch(*b)};
+    },
+    [this, self](r_pump_atom) {
+      pump_scheduled_ = false;
+      if (auto* c = core_())
+        pump(self, *c);
+    },
+    [this](r_end_atom) -> std::tuple<std::uint64_t, std::uint8_t> {
+      auto* c = core_();
+      return {c ? c->log_end() : 0, static_cast<std::uint8_t>(role_)};
+    },
+  };
+}
+
+} // namespace tally

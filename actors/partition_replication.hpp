@@ -1,0 +1,154 @@
+// A partition copy's part in replication (docs/REPLICATION.md), driven by the
+// partition actor that owns the copy (actors/partition_actor.cpp) and
+// configured by the node's membership actor (actors/replica_sets.hpp).
+//
+// Roles:
+//   solo       n_val = 1: serves clients, ships nothing (the default);
+//   primary    serves clients; ships every flushed batch to the other
+//              copies and answers a write once its batch is on w copies;
+//   replica    applies the batches of its primary (and only of it), serves
+//              no client request;
+//   promoting  was a replica and is to be primary: first pulls what the
+//              other copies have beyond its own journal, then serves;
+//   stale      its journal is not a prefix of the primary's (it took writes
+//              nobody else has, or missed what is folded): serves nothing
+//              and is replaced (replica_sets).
+//
+// Messages (atoms in actors/atoms.hpp), between copies of one partition:
+//   (r_append, from node, batch bytes, prev origin, prev seq)
+//        -> (end, status)   status: r_applied | r_gap (send from `end`) |
+//                           r_refused (not your replica) | r_diverged
+//   (r_fetch, from LSN, prev origin, prev seq, max records)
+//        -> (status, batch bytes)  status: r_applied | r_diverged |
+//                           r_folded (needs a full copy) | r_refused
+//   (r_end) -> (end, role)
+// from the membership actor of the same node:
+//   (r_config, role, primary node, peer nodes, peer actors, w)
+// to it:
+//   (r_stale, partition)    this copy found itself stale
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/message_handler.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "actors/partition_core.hpp"
+#include "common/error.hpp"
+#include "replication/replica_progress.hpp"
+
+namespace tally {
+
+enum class copy_role : std::uint8_t { solo = 0, primary = 1, replica = 2, promoting = 3, stale = 4 };
+const char* to_string(copy_role r) noexcept;
+
+/// r_append / r_fetch statuses.
+enum class repl_status : std::uint8_t { applied = 0, gap = 1, refused = 2, diverged = 3, folded = 4 };
+
+class partition_replication {
+public:
+  /// A held write's answer: nullopt for success, else the error.
+  using answer_fn = std::function<void(std::optional<error>)>;
+
+  copy_role role() const noexcept { return role_; }
+  /// Only solo and primary copies serve client requests.
+  bool serves_clients() const noexcept {
+    return role_ == copy_role::solo || role_ == copy_role::primary;
+  }
+  /// A copy of a replicated partition starts as a replica of nobody: it
+  /// serves nothing until the membership configures it (r_config).
+  void start_following() noexcept { role_ = copy_role::replica; }
+  /// Why a client request is refused here (role not serving).
+  error refusal(std::uint32_t partition) const;
+
+  /// After a successful flush: ships what it appended and holds `answers`
+  /// until it is on w copies (solo, or w = 1: answered at once).
+  void flushed(caf::event_based_actor* self, partition_core& core,
+               std::vector<answer_fn> answers);
+
+  /// The periodic step: re-sends to copies that are behind and answers
+  /// writes held longer than `limit` with errc::unavailable (their outcome
+  /// is unknown to the client: it retries with the same op ids).
+  void tick(caf::event_based_actor* self, partition_core& core,
+            std::chrono::milliseconds limit);
+
+  /// TCC across failover: a commit becomes visible to reads only once its
+  /// batch is on w copies, so no read sees a value a failover could take
+  /// back. Reads wait for snapshots at or above this (UINT64_MAX: none).
+  std::uint64_t visible_below() const noexcept {
+    return unreplicated_.empty() ? UINT64_MAX : unreplicated_.front().second;
+  }
+  /// Called when visible_below() rises (the partition retries its reads).
+  void on_visible(std::function<void()> fn) { on_visible_ = std::move(fn); }
+
+  /// Answers every held write with `err` (shutdown, handoff, demotion).
+  void fail_held(const error& err);
+
+  /// The handlers of the r_* messages; `core` gives the copy's core (null
+  /// while closed for a handoff).
+  caf::message_handler handlers(caf::event_based_actor* self,
+                         std::function<partition_core*()> core);
+
+  /// Copies this one ships to and how far each is (for status).
+  std::string describe() const;
+
+private:
+  struct peer_link {
+    node_id node;
+    caf::actor handle;
+    bool in_flight = false;
+    bool stale = false;     // cannot follow from the log: needs a full copy
+    std::chrono::steady_clock::time_point sent_at{};
+  };
+  struct held_write {
+    answer_fn answer;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  void configure(caf::event_based_actor* self, partition_core* core, copy_role role,
+                 node_id primary, std::vector<node_id> peers,
+                 std::vector<caf::actor> handles, std::uint32_t w);
+  void pump(caf::event_based_actor* self, partition_core& core);
+  void send_to(caf::event_based_actor* self, partition_core& core, peer_link& p);
+  void on_ack(caf::event_based_actor* self, const node_id& node, std::uint64_t end,
+              repl_status status);
+  void release(caf::event_based_actor* self);
+  void promote(caf::event_based_actor* self, partition_core& core);
+  void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
+                 std::uint64_t epoch);
+  void become_primary(caf::event_based_actor* self, partition_core& core);
+  void report_stale(caf::event_based_actor* self, partition_core& core, const std::string& why);
+  peer_link* find_peer(const node_id& n);
+
+  copy_role role_ = copy_role::solo;
+  node_id self_node_;
+  node_id primary_;
+  std::vector<peer_link> peers_;
+  std::uint32_t w_ = 1;
+  std::optional<replica_progress> progress_;
+  quorum_queue<held_write> held_;
+  // Flushed batches not yet on every copy, oldest first (re-sent from here
+  // instead of the journal while they last).
+  std::deque<replication_batch> recent_;
+  std::size_t recent_records_ = 0;
+  // Batches with commits not yet on w copies: (batch end, smallest commit
+  // time in it), oldest first; non-decreasing in both.
+  std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
+  std::function<void()> on_visible_;
+  std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
+  bool last_tx_known_ = false;
+  caf::actor membership_;
+  std::function<partition_core*()> core_;
+  std::uint64_t epoch_ = 0; // bumped per configuration: late answers are dropped
+  bool pump_scheduled_ = false;
+  std::uint32_t index_ = 0;
+};
+
+} // namespace tally

@@ -1,0 +1,57 @@
+// Which copy of each partition leads, and what every copy is told
+// (docs/REPLICATION.md, "Replicas and the primary"). Used by the membership
+// actor when the ring's n_val is above 1: it gathers, for each partition,
+// the copies of the nodes of its preference list (this node's own, and
+// those peers gossip), and plans from them the route clients use and the
+// configuration (r_config) of this node's copy.
+//
+// The rule: the primary is the first copy in preference order that is
+// reachable and not stale. Every node computes it from the same ring and,
+// once gossip has spread, the same view, so they agree; while views differ
+// a request may reach a copy that is not primary, which refuses it (the
+// client retries).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+
+#include "actors/node_context.hpp"
+#include "actors/partition_replication.hpp"
+#include "ring/ring_state.hpp"
+
+namespace tally {
+
+/// One node's copy of a partition as this node sees it.
+struct copy_view {
+  node_id node;
+  caf::actor handle; // null: the node is down, or holds no copy yet
+  bool stale = false;
+};
+
+/// What a copy is told (r_config).
+struct copy_config {
+  copy_role role = copy_role::replica;
+  node_id primary;
+  std::vector<node_id> peers;        // the other copies, in preference order
+  std::vector<caf::actor> handles;   // null where unreachable or stale
+  std::uint32_t w = 1;
+
+  /// Equal configurations have equal keys (to send only changes).
+  std::string key() const;
+};
+
+struct partition_plan {
+  route where;                          // the primary's copy, or why none
+  std::optional<copy_config> mine;      // for this node's copy, if it has one
+};
+
+/// Plans partition `p` from its copies in preference order; `self` is this
+/// node. The write quorum is a majority of the copies.
+partition_plan plan_partition(std::uint32_t p, const std::vector<copy_view>& copies,
+                              const node_id& self);
+
+} // namespace tally
