@@ -269,6 +269,17 @@ bool serves(mem_self self, std::uint32_t p) {
   return st.local[p] && st.closed.count(p) == 0;
 }
 
+// This node's copy of partition p that may hold undecided transactions:
+// the owner's copy while it is open, else (n_val > 1) its replica copy.
+// Null when it holds none. (A copy that is not primary answers p_stale
+// with nothing: its primary resolves.)
+caf::actor copy_here(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  if (st.local[p] && st.closed.count(p) == 0)
+    return st.local[p];
+  return p < st.copies.size() ? st.copies[p] : caf::actor{};
+}
+
 void persist(mem_self self) {
   auto& st = self->state;
   if (auto s = save_ring(st.cfg.root, *st.ring); !s)
@@ -792,7 +803,7 @@ bool coordinator_run_over(mem_self self, const undecided_tx& u) {
 // coordinator's own decision got there first).
 void decide(mem_self self, const undecided_tx& u, caf::atom_value kind, std::string bytes) {
   auto key = std::make_pair(u.p, u.tx);
-  self->request(self->state.local[u.p], self->state.cfg.request_timeout, kind, std::move(bytes))
+  self->request(copy_here(self, u.p), self->state.cfg.request_timeout, kind, std::move(bytes))
     .then(
       [self, u, key](std::string& reply) {
         auto a = decode_wire<part_ack>(reply);
@@ -857,7 +868,7 @@ void resolve_round(mem_self self) {
     st.resolving = false;
     for (std::size_t i = 0; i < r->items.size(); ++i) {
       const auto& u = r->items[i];
-      if (!st.local[u.p]) {
+      if (!copy_here(self, u.p)) {
         // Moved away (its new owner finds it prepared and resolves it).
         st.tracked.erase(std::make_pair(u.p, u.tx));
         continue;
@@ -959,9 +970,10 @@ void collect_stale(mem_self self) {
     return;
   auto before = encode_wire(std::uint64_t{now - quiet_us});
   for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
-    if (!st.local[p] || st.closed.count(p) != 0)
+    auto copy = copy_here(self, p);
+    if (!copy)
       continue;
-    self->request(st.local[p], st.cfg.request_timeout, part_stale_atom::value, before)
+    self->request(copy, st.cfg.request_timeout, part_stale_atom::value, before)
       .then(
         [self, p, limit](std::string& bytes) {
           auto r = decode_wire<part_stale_resp>(bytes);

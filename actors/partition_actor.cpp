@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "actors/partition_core.hpp"
 #include "actors/partition_replication.hpp"
 #include "actors/wire.hpp"
+#include "journal/file_sync.hpp"
 
 namespace tally {
 
@@ -123,6 +125,11 @@ void publish(partition_self self) {
     self->state.slot->store(std::min(self->state.core->blocked_from(),
                                      self->state.repl.visible_below()),
                             std::memory_order_release);
+}
+
+void publish_if_open(partition_self self) {
+  if (self->state.core)
+    publish(self);
 }
 
 // The newest snapshot this partition can serve now: its safe time, kept
@@ -430,6 +437,54 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
   return rp;
 }
 
+// A replica replaces its store with the full copy its primary sent into
+// `dir` (docs/REPLICATION.md, "Full copies"): the copy is made durable, the
+// core closed, the folders swapped, the core reopened on the copy. If the
+// copy does not open, the old store is put back and reopened.
+expected<lsn> take_full_copy(partition_self self, const std::string& dir) {
+  namespace fs = std::filesystem;
+  auto& st = self->state;
+  if (!st.core || st.mode != partition_mode::serving)
+    return make_error(errc::unavailable, "partition " + std::to_string(st.index)
+                                           + " is closed or moving");
+  if (auto s = sync_path(dir + "/data.mdb", false); !s)
+    return s.err();
+  if (auto s = sync_path(dir, true); !s)
+    return s.err();
+  auto opts = st.core->options();
+  const std::string old = opts.path + ".replaced";
+  st.core.reset(); // closes the LMDB environment
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  fs::rename(opts.path, old, ec);
+  if (!ec)
+    fs::rename(dir, opts.path, ec);
+  if (!ec)
+    (void)sync_path(fs::path(opts.path).parent_path().string(), true);
+  auto fresh = ec ? expected<std::unique_ptr<partition_core>>{make_error(
+                      errc::io_error, "cannot put the copy in place: " + ec.message())}
+                  : partition_core::open(opts);
+  if (!fresh) {
+    std::error_code ignore;
+    if (fs::exists(old, ignore)) {
+      fs::remove_all(opts.path, ignore);
+      fs::rename(old, opts.path, ignore);
+    }
+    auto back = partition_core::open(opts);
+    if (back)
+      st.core = std::move(*back);
+    else
+      log(log_level::error, "partition ", st.index, ": cannot reopen after a failed copy: ",
+          back.err().to_string());
+    publish_if_open(self);
+    return fresh.err();
+  }
+  fs::remove_all(old, ec);
+  st.core = std::move(*fresh);
+  publish(self);
+  return st.core->log_end();
+}
+
 void run_checkpoint(partition_self self) {
   auto& core = *self->state.core;
   const auto started = std::chrono::steady_clock::now();
@@ -531,6 +586,7 @@ caf::behavior partition_fn(partition_self self,
   self->state.core = std::move(*box);
   if (replicated)
     self->state.repl.start_following();
+  self->state.repl.on_reopen([self](const std::string& dir) { return take_full_copy(self, dir); });
   self->state.repl.on_visible([self] {
     if (!self->state.core)
       return;

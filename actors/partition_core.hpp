@@ -346,6 +346,16 @@ public:
   /// folded into the checkpoint or beyond the end.
   expected<std::optional<tx_id>> tx_at(lsn at);
 
+  /// A full copy of this partition's store into the empty directory `dir`
+  /// (docs/REPLICATION.md, "Full copies"): opened with partition_core::open
+  /// it is a copy whose journal ends at the log_end() of the moment of the
+  /// copy, with the same records at the same LSNs, the same checkpoint and
+  /// the same op ids.
+  status copy_store(const std::string& dir) { return log_->copy_to(dir); }
+
+  /// The options this partition was opened with (to reopen it).
+  const partition_options& options() const noexcept { return opts_; }
+
   /// Turns keeping flushed batches (options.keep_flushed) on, when a
   /// replica becomes primary, or off.
   void keep_flushed(bool on) noexcept {

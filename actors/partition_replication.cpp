@@ -1,6 +1,8 @@
 #include "actors/partition_replication.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <tuple>
 
@@ -19,6 +21,8 @@ constexpr std::size_t max_records_per_send = 4096;
 // Flushed batches kept in memory for re-sends; beyond this, a copy that is
 // behind is sent its records from the journal.
 constexpr std::size_t max_recent_records = 100000;
+// A full copy travels in pieces of this size, one at a time.
+constexpr std::size_t seed_chunk_bytes = 1u << 20;
 // How long a copy waits for another's answer.
 constexpr std::chrono::milliseconds link_timeout{3000};
 // How soon a primary sends again to a copy that refused a batch (it is
@@ -156,7 +160,8 @@ void partition_replication::pump(caf::event_based_actor* self, partition_core& c
   for (auto& p : peers_) {
     if (!p.handle || p.stale)
       continue;
-    keep = std::min(keep, std::max<lsn>(progress_->end_of(p.node), 1));
+    keep = std::min(keep, p.seed ? p.seed->end
+                                 : std::max<lsn>(progress_->end_of(p.node), 1));
     if (!p.in_flight && progress_->end_of(p.node) != core.log_end())
       send_to(self, core, p);
   }
@@ -207,10 +212,7 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
       auto got = core.records_from(from, max_records_per_send);
       if (!got) {
         if (got.err().code() == errc::not_found) {
-          p.stale = true;
-          log(log_level::warn, "partition ", core.index(), ": copy on ", p.node,
-              " is behind what this journal still holds (", got.err().message(),
-              "); it cannot follow until it gets a full copy");
+          start_seed(self, core, p); // what it misses is folded: a full copy
         } else {
           log(log_level::warn, "partition ", core.index(), ": cannot read the journal to ship to ",
               p.node, ": ", got.err().to_string());
@@ -259,10 +261,12 @@ void partition_replication::on_ack(caf::event_based_actor* self, const node_id& 
       break;
     case repl_status::diverged:
     case repl_status::folded:
-      p->stale = true;
+      // Its journal is not a prefix of this one: it gets a full copy.
       log(log_level::warn, "partition ", index_, ": copy on ", node,
-          " diverged from this primary's journal: it stops following");
-      break;
+          " diverged from this primary's journal: it gets a full copy");
+      if (auto* core = core_ ? core_() : nullptr)
+        start_seed(self, *core, *p);
+      return;
     case repl_status::refused:
       // Not (yet) configured to follow this node: soon again.
       if (!pump_scheduled_) {
@@ -324,6 +328,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
       l.stale = old->stale;
     links.push_back(std::move(l));
   }
+  for (auto& old : peers_)
+    end_seed(old); // an unfinished full copy is started again if still needed
   peers_ = std::move(links);
   w_ = w;
   primary_ = std::move(primary);
@@ -371,6 +377,114 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   }
   role_ = copy_role::promoting;
   promote(self, *core);
+}
+
+void partition_replication::start_seed(caf::event_based_actor* self, partition_core& core,
+                                       peer_link& p) {
+  if (p.seed)
+    return;
+  namespace fs = std::filesystem;
+  seed_state st;
+  st.dir = core.options().path + ".copy-for-" + std::to_string(std::hash<std::string>{}(p.node));
+  std::error_code ec;
+  fs::remove_all(st.dir, ec);
+  fs::create_directories(st.dir, ec);
+  if (ec) {
+    log(log_level::error, "partition ", core.index(), ": cannot prepare a full copy in ",
+        st.dir, ": ", ec.message());
+    p.stale = true;
+    return;
+  }
+  st.end = core.log_end();
+  if (auto s = core.copy_store(st.dir); !s) {
+    log(log_level::error, "partition ", core.index(), ": cannot copy the store for ", p.node,
+        ": ", s.err().to_string());
+    fs::remove_all(st.dir, ec);
+    p.stale = true;
+    return;
+  }
+  st.file = st.dir + "/data.mdb";
+  st.size = fs::file_size(st.file, ec);
+  if (ec) {
+    log(log_level::error, "partition ", core.index(), ": ", st.file, ": ", ec.message());
+    p.stale = true;
+    return;
+  }
+  log(log_level::info, "partition ", core.index(), ": sending a full copy (", st.size,
+      " bytes, journal end ", st.end, ") to ", p.node);
+  p.seed = std::move(st);
+  p.in_flight = true;
+  send_seed_chunk(self, p.node);
+}
+
+void partition_replication::end_seed(peer_link& p) {
+  if (p.seed) {
+    std::error_code ec;
+    std::filesystem::remove_all(p.seed->dir, ec);
+  }
+  p.seed.reset();
+  p.in_flight = false;
+}
+
+void partition_replication::send_seed_chunk(caf::event_based_actor* self, const node_id& node) {
+  auto* p = find_peer(node);
+  if (!p || !p->seed || !p->handle)
+    return;
+  auto& st = *p->seed;
+  std::string chunk(std::min<std::uint64_t>(seed_chunk_bytes, st.size - st.offset), '\0');
+  std::ifstream in{st.file, std::ios::binary};
+  in.seekg(static_cast<std::streamoff>(st.offset));
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  if (!in) {
+    log(log_level::error, "partition ", index_, ": cannot read ", st.file);
+    end_seed(*p);
+    p->stale = true;
+    return;
+  }
+  const bool last = st.offset + chunk.size() >= st.size;
+  const auto epoch = epoch_;
+  const auto offset = st.offset;
+  const auto size = chunk.size();
+  self->request(p->handle, 3 * link_timeout, r_seed_atom::value, self_node_, offset,
+                std::move(chunk), last)
+    .then(
+      [this, self, node, epoch, offset, size, last](std::uint64_t end, std::uint8_t status) {
+        if (epoch != epoch_)
+          return;
+        auto* pl = find_peer(node);
+        if (!pl || !pl->seed)
+          return;
+        if (static_cast<repl_status>(status) != repl_status::applied) {
+          log(log_level::warn, "partition ", index_, ": ", node,
+              " refused a piece of the full copy; it is sent again later");
+          end_seed(*pl);
+          if (progress_)
+            progress_->rewound(node, 0);
+          return;
+        }
+        if (!last) {
+          pl->seed->offset = offset + size;
+          send_seed_chunk(self, node);
+          return;
+        }
+        log(log_level::info, "partition ", index_, ": full copy taken by ", node,
+            " (journal end ", end, ")");
+        end_seed(*pl);
+        if (progress_)
+          progress_->rewound(node, end);
+        release(self);
+        if (auto* c = core_ ? core_() : nullptr)
+          pump(self, *c);
+      },
+      [this, node, epoch](caf::error&) {
+        if (epoch != epoch_)
+          return;
+        if (auto* pl = find_peer(node)) {
+          end_seed(*pl);
+          if (progress_)
+            progress_->rewound(node, 0);
+        }
+      });
 }
 
 void partition_replication::promote(caf::event_based_actor* self, partition_core& core) {
@@ -568,10 +682,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       if (b->first > end)
         return {end, status(repl_status::gap)};
       if (!prefix_matches(*c, b->first, prev_o, prev_s)
-          || (b->empty() && b->first < end)) {
-        report_stale(self, *c, "its journal has records the primary " + from + " does not");
-        return {end, status(repl_status::diverged)};
-      }
+          || (b->empty() && b->first < end))
+        return {end, status(repl_status::diverged)}; // the primary sends a full copy
       auto applied = c->apply_replicated(*b);
       if (!applied) {
         report_stale(self, *c, applied.err().to_string());
@@ -595,6 +707,44 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                                                          : repl_status::refused),
                 {}};
       return {status(repl_status::applied), encode_batch(*b)};
+    },
+    [this](r_seed_atom, node_id& from, std::uint64_t offset, std::string& bytes,
+           bool last) -> std::tuple<std::uint64_t, std::uint8_t> {
+      auto* c = core_();
+      auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
+      if (!c || role_ != copy_role::replica || from != primary_ || !reopen_)
+        return {0, status(repl_status::refused)};
+      namespace fs = std::filesystem;
+      const std::string dir = c->options().path + ".copy-in";
+      const std::string file = dir + "/data.mdb";
+      std::error_code ec;
+      if (offset == 0) {
+        fs::remove_all(dir, ec);
+        fs::create_directories(dir, ec);
+      }
+      auto have = fs::file_size(file, ec);
+      if (ec)
+        have = 0;
+      if (have != offset)
+        return {0, status(repl_status::refused)}; // out of order: started again
+      {
+        std::ofstream out{file, std::ios::binary | std::ios::app};
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.flush();
+        if (!out)
+          return {0, status(repl_status::refused)};
+      }
+      if (!last)
+        return {offset + bytes.size(), status(repl_status::applied)};
+      auto end = reopen_(dir);
+      if (!end) {
+        log(log_level::error, "partition ", index_, ": cannot take the full copy from ", from,
+            ": ", end.err().to_string());
+        return {0, status(repl_status::refused)};
+      }
+      log(log_level::info, "partition ", index_, ": took a full copy from ", from,
+          " (journal end ", *end, ")");
+      return {*end, status(repl_status::applied)};
     },
     [this, self](r_pump_atom) {
       pump_scheduled_ = false;

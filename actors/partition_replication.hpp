@@ -22,6 +22,9 @@
 //        -> (status, batch bytes)  status: r_applied | r_diverged |
 //                           r_folded (needs a full copy) | r_refused
 //   (r_end) -> (end, role)
+//   (r_seed, from node, offset, bytes, last) -> (end, status): a full copy
+//        of the primary's store, in order, for a copy its log cannot
+//        bring up to date (docs/REPLICATION.md, "Full copies")
 // from the membership actor of the same node:
 //   (r_config, role, primary node, peer nodes, peer actors, w)
 // to it:
@@ -88,6 +91,12 @@ public:
   /// Called when visible_below() rises (the partition retries its reads).
   void on_visible(std::function<void()> fn) { on_visible_ = std::move(fn); }
 
+  /// How a replica takes a full copy received from its primary: the
+  /// partition actor closes the core, puts the folder `copy_dir` in the
+  /// place of the copy's folder, reopens, and returns the new journal end.
+  using reopen_fn = std::function<expected<lsn>(const std::string& copy_dir)>;
+  void on_reopen(reopen_fn fn) { reopen_ = std::move(fn); }
+
   /// Answers every held write with `err` (shutdown, handoff, demotion).
   void fail_held(const error& err);
 
@@ -100,9 +109,18 @@ public:
   std::string describe() const;
 
 private:
+  // A full copy on its way to a peer: the copied store, and how far it went.
+  struct seed_state {
+    std::string dir;
+    std::string file;
+    std::uint64_t size = 0;
+    std::uint64_t offset = 0;
+    lsn end = 0; // the copy's journal end
+  };
   struct peer_link {
     node_id node;
     caf::actor handle;
+    std::optional<seed_state> seed;
     bool in_flight = false;
     bool stale = false;     // cannot follow from the log: needs a full copy
     std::chrono::steady_clock::time_point sent_at{};
@@ -120,6 +138,9 @@ private:
   void on_ack(caf::event_based_actor* self, const node_id& node, std::uint64_t end,
               repl_status status);
   void release(caf::event_based_actor* self);
+  void start_seed(caf::event_based_actor* self, partition_core& core, peer_link& p);
+  void send_seed_chunk(caf::event_based_actor* self, const node_id& node);
+  void end_seed(peer_link& p);
   void promote(caf::event_based_actor* self, partition_core& core);
   void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
                  std::uint64_t epoch);
@@ -142,6 +163,7 @@ private:
   // time in it), oldest first; non-decreasing in both.
   std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
   std::function<void()> on_visible_;
+  reopen_fn reopen_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
   caf::actor membership_;

@@ -11,6 +11,8 @@
 #   bench/cluster_bench.sh                     # 5 rounds of 5 s (+1 s warmup)
 #   ROUNDS=3 DURATION=3 bench/cluster_bench.sh
 #   ONLY=a bench/cluster_bench.sh              # part a only (b: part b only)
+#   ONLY=c bench/cluster_bench.sh              # part c: 3 nodes, n_val 1 vs 3
+#                                              # (docs/REPLICATION.md)
 #   BASE_PORT=37000 BUILD_DIR=build OUT=bench-results/cluster
 #
 # Ports: client ports BASE_PORT..BASE_PORT+899 (one block of 4 per run),
@@ -89,9 +91,13 @@ ring_settled() { # dir (the nodes' data dirs are dir/node<i>; admin via their so
     s=$("$bin/tally" --admin-socket "$1/node$i/admin.sock" cluster status 2>/dev/null) || return 1
     awk -v n="$NODES" -F' [|] ' '
       /^cluster:/ { match($0, /ring size [0-9]+/); ring = substr($0, RSTART + 10, RLENGTH - 10) + 0 }
-      /^tally@/ { m++; split($4, o, " "); split($5, v, " ");
+      /^tally@/ && NF >= 5 { m++; split($4, o, " "); split($5, v, " ");
                   if ($4 != $5) bad = 1; owned += o[1] }
-      END { exit !(m == n && !bad && owned == ring && ring > 0) }' <<<"$s" || return 1
+      /^replication:/ { replicated = 1 }
+      /^tally@/ && NF == 2 { split($2, l, " "); led += l[1] }
+      /^no reachable copy/ { bad = 1 }
+      END { exit !(m == n && !bad && owned == ring && ring > 0 \
+                   && (!replicated || led == ring)) }' <<<"$s" || return 1
     epochs+="$(grep -o 'epoch [0-9]*' <<<"$s") "
   done
   [[ $(tr ' ' '\n' <<<"$epochs" | grep -v '^epoch$' | grep . | sort -u | wc -l) -eq 1 ]]
@@ -110,7 +116,9 @@ start_nodes() {
     wait_port "$base" || { echo "cluster_bench: tallyd did not start" >&2; return 1; }
     target=antidote://127.0.0.1:$base
   else
-    "$bin/tally" cluster local --nodes "$NODES" --data-dir "$dir" \
+    local nval=1
+    [[ $topo == 3r ]] && nval=3
+    "$bin/tally" cluster local --nodes "$NODES" --data-dir "$dir" --n-val "$nval" \
       --base-port "$base" --durability batch >"$dir.out" 2>"$dir.log" &
     node_pid=$!
     local ok=""
@@ -136,6 +144,10 @@ b_common="--ratio 0:100 --keys 1000 --buckets 64 --connections 3"
 configs=()
 if [[ $ONLY == *a* ]]; then
   configs+=("a.1node|1|$a_opts" "a.3nodes|3|$a_opts")
+fi
+if [[ $ONLY == *c* ]]; then
+  # Replication's cost: the same cluster with one copy and with three.
+  configs+=("c.3nodes.nval1|3|$a_opts" "c.3nodes.nval3|3r|$a_opts")
 fi
 if [[ $ONLY == *b* ]]; then
   for topo in 1 3; do
@@ -237,6 +249,13 @@ if "a.1node" in rows:
         a, b = med("a.1node", i), med("a.3nodes", i)
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio(b, a)} |")
     for h in health(["a.1node", "a.3nodes"]): print("  " + h)
+if "c.3nodes.nval1" in rows:
+    print("\n## c. 3 nodes, one copy vs three (n_val 3, w 2), 80:20 static-single, 1000 keys, 4 x 16 (medians)")
+    print(f"| figure | n_val 1 | n_val 3 | n_val 3 / n_val 1 |\n| --- | ---: | ---: | ---: |")
+    for label, i in figs:
+        a, b = med("c.3nodes.nval1", i), med("c.3nodes.nval3", i)
+        print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio(b, a)} |")
+    for h in health(["c.3nodes.nval1", "c.3nodes.nval3"]): print("  " + h)
 if any(n.startswith("b.") for n in rows):
     print("\n## b. update-only (0:100), 1000 keys in 64 buckets, 3 connections (medians)")
     print("single = static-single (1 key, 1 partition, one-step commit); "

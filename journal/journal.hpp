@@ -306,6 +306,11 @@ public:
 
   expected<journal_stats> stats();
 
+  /// A consistent copy of the whole store into the empty directory `dir`
+  /// (storage_env::copy_to): the journal, its index, the checkpoint and
+  /// `opids`, LSN for LSN.
+  status copy_to(const std::string& dir) { return env_->copy_to(dir); }
+
   /// The I/O seam, for checkpoint/ (same single-threaded contract).
   storage_env& env() noexcept { return *env_; }
 

@@ -360,4 +360,10 @@ expected<env_stats> lmdb_env::stats() {
   return out;
 }
 
+status lmdb_env::copy_to(const std::string& dir) {
+  if (int rc = mdb_env_copy2(env_, dir.c_str(), MDB_CP_COMPACT); rc != 0)
+    return make_lmdb_error(rc, "copy to " + dir);
+  return {};
+}
+
 } // namespace tally

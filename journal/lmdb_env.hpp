@@ -76,6 +76,8 @@ public:
   status sync() override;
   expected<env_stats> stats() override;
   const std::string& path() const noexcept override { return path_; }
+  /// mdb_env_copy2 with compaction: a consistent copy while writes go on.
+  status copy_to(const std::string& dir) override;
 
   std::uint64_t map_size() const noexcept { return map_size_; }
 

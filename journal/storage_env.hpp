@@ -151,6 +151,13 @@ public:
   virtual expected<env_stats> stats() = 0;
   /// The environment's directory.
   virtual const std::string& path() const noexcept = 0;
+  /// Writes a consistent copy of the whole store (as of the last committed
+  /// transaction) into the empty directory `dir`, for a replica that needs
+  /// a full copy (docs/REPLICATION.md, "Full copies"). errc::unavailable
+  /// where the seam cannot copy; I/O errors otherwise.
+  virtual status copy_to(const std::string& dir) {
+    return make_error(errc::unavailable, "this store cannot be copied to " + dir);
+  }
 };
 
 } // namespace tally
