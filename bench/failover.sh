@@ -13,6 +13,7 @@
 #   bench/failover.sh                       # 20 kills
 #   KILLS=5 SEED=7 bench/failover.sh
 #   BASE_PORT=39000 BUILD_DIR=build
+#   KEEP=1 bench/failover.sh                # keep the data dirs and logs
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,7 +40,7 @@ cleanup() {
   sleep 1
   pkill -KILL -f -- "--data-dir $tmp/" 2>/dev/null || true
   wait 2>/dev/null || true
-  rm -rf "$tmp"
+  if [[ -n ${KEEP:-} ]]; then echo "failover: kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -48,15 +49,20 @@ trap 'exit 130' INT TERM
   --base-port "$BASE_PORT" >"$tmp/cluster.out" 2>"$tmp/cluster.log" &
 cluster_pid=$!
 
-# True when node i's status lists a primary for every partition.
+# True when node i's status lists every node serving exactly what it owns
+# (no handoff under way: a node killed while it hands a partition off
+# leaves it without a primary until it is back, see docs/REPLICATION.md)
+# and a primary for every partition.
 settled_on() {
   local s
   s=$("$bin/tally" --admin-socket "$tmp/node$1/admin.sock" cluster status 2>/dev/null) || return 1
-  awk -F' [|] ' '
+  awk -v n="$NODES" -F' [|] ' '
     /^cluster:/ { match($0, /ring size [0-9]+/); ring = substr($0, RSTART + 10, RLENGTH - 10) + 0 }
+    /^tally@/ && NF >= 5 { m++; if ($4 != $5 || $3 != "up") bad = 1 }
     /^tally@/ && NF == 2 { split($2, l, " "); led += l[1] }
     /^no reachable copy/ { bad = 1 }
-    END { exit !(ring > 0 && led == ring && !bad) }' <<<"$s"
+    /^handoff in progress/ { bad = 1 }
+    END { exit !(ring > 0 && m == n && led == ring && !bad) }' <<<"$s"
 }
 settled() {
   local i
