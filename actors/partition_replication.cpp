@@ -488,6 +488,9 @@ void partition_replication::send_seed_chunk(caf::event_based_actor* self, const 
 }
 
 void partition_replication::promote(caf::event_based_actor* self, partition_core& core) {
+  if (promote_round_ == epoch_)
+    return; // a round of this configuration is still out (the tick retries)
+  promote_round_ = epoch_;
   // Every acknowledged write is on w of the n copies; the copies that
   // answer, this one included, are n - w + 1 or more: one of them has it.
   const std::size_t n = peers_.size() + 1;
@@ -508,6 +511,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (!c)
       return;
     if (r->answered < need) {
+      promote_round_ = 0; // the next tick asks again
       log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
           r->answered, " of the ", need, " other copies needed answered; retrying");
       return; // the tick tries again
@@ -575,12 +579,15 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
                          : "the records it misses are folded into the other copies' checkpoints");
           return;
         }
-        if (st != repl_status::applied)
-          return; // retried by the tick
+        if (st != repl_status::applied) {
+          promote_round_ = 0; // retried by the tick
+          return;
+        }
         auto b = decode_batch(bytes);
         if (!b) {
           log(log_level::warn, "partition ", core->index(), ": bad catch-up batch: ",
               b.err().to_string());
+          promote_round_ = 0;
           return;
         }
         if (b->empty()) {
@@ -590,11 +597,15 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
         if (auto end = core->apply_replicated(*b); !end) {
           log(log_level::error, "partition ", core->index(), ": catch-up failed: ",
               end.err().to_string());
+          promote_round_ = 0;
           return;
         }
         pull_from(self, peer, target, epoch);
       },
-      [](caf::error&) { /* retried by the tick */ });
+      [this, epoch](caf::error&) {
+        if (epoch == epoch_)
+          promote_round_ = 0; // retried by the tick
+      });
 }
 
 void partition_replication::become_primary(caf::event_based_actor* self, partition_core& core) {

@@ -170,6 +170,7 @@ private:
   std::function<partition_core*()> core_;
   std::uint64_t epoch_ = 0; // bumped per configuration: late answers are dropped
   bool pump_scheduled_ = false;
+  std::uint64_t promote_round_ = 0; // the epoch whose take-over round is out
   std::uint32_t index_ = 0;
 };
 

@@ -121,6 +121,60 @@ struct local_cluster {
     return nodes[i]->start(extra);
   }
 
+  /// True once every node's `cluster status` (through its admin socket)
+  /// shows every member up and serving exactly what it owns, no handoff
+  /// under way and, with replication, a primary for every partition: the
+  /// ring has settled after joins (within `limit`).
+  bool wait_settled(std::chrono::milliseconds limit = std::chrono::milliseconds{60000}) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      bool all = true;
+      for (std::size_t i = 0; i < nodes.size() && all; ++i) {
+        client_options o;
+        o.admin_socket = dir_of(i) + "/admin.sock";
+        auto c = client::connect(o);
+        auto text = c ? c->admin("status", {}) : expected<std::string>{c.err()};
+        all = text && settled_status(*text, nodes.size());
+      }
+      if (all)
+        return true;
+      if (std::chrono::steady_clock::now() > deadline)
+        return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  // One node's status text says the ring has settled (see wait_settled).
+  static bool settled_status(const std::string& text, std::size_t members) {
+    std::istringstream in{text};
+    std::size_t rows = 0, led = 0;
+    bool replicated = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("handoff in progress", 0) == 0 || line.rfind("no reachable copy", 0) == 0)
+        return false;
+      if (line.rfind("replication:", 0) == 0)
+        replicated = true;
+      if (line.rfind("tally@", 0) != 0)
+        continue;
+      std::vector<std::string> f;
+      for (std::size_t at = 0;;) {
+        auto bar = line.find(" | ", at);
+        f.push_back(line.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+        if (bar == std::string::npos)
+          break;
+        at = bar + 3;
+      }
+      if (f.size() == 5) { // a member: id | status | up | owns | serves
+        ++rows;
+        if (f[2] != "up" || f[3] != f[4])
+          return false;
+      } else if (f.size() == 2) { // a primary and how many it leads
+        led += std::stoul(f[1]);
+      }
+    }
+    return rows == members && (!replicated || led > 0);
+  }
+
   /// True once a read of one key per partition succeeds through every node
   /// listed (every partition is routed and answers), within `limit`.
   bool wait_serving(const std::vector<std::size_t>& through,

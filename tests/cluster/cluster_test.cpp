@@ -394,6 +394,7 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
     cl.extra = {"--n-val", "3"};
     for (int i = 0; i < 3; ++i)
       BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_settled()); // a kill during a handoff: docs/REPLICATION.md
     BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
     auto keys = load_keys(48);
     std::atomic<bool> stop{false};
@@ -456,6 +457,8 @@ void group_stays_atomic_across_a_kill_9(const std::string& n_val) {
   cl.extra = {"--request-timeout-ms", "1000", "--n-val", n_val};
   for (int i = 0; i < 3; ++i)
     BOOST_REQUIRE(cl.add());
+  if (n_val != "1")
+    BOOST_REQUIRE(cl.wait_settled()); // a kill during a handoff: docs/REPLICATION.md
   BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
   auto group = one_key_per_partition("atomic");
   std::atomic<bool> stop{false};
