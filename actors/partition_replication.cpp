@@ -495,10 +495,16 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   // answer, this one included, are n - w + 1 or more: one of them has it.
   const std::size_t n = peers_.size() + 1;
   const std::size_t need = n - std::min<std::size_t>(w_, n); // answers besides this copy
+  struct answer {
+    std::size_t peer = 0;
+    std::uint64_t end = 0;
+    std::uint64_t last_o = no_prev, last_s = no_prev; // tx of the record at end - 1
+  };
   struct round {
     std::size_t asked = 0, answered = 0, failed = 0;
     std::uint64_t best_end = 0;
     std::size_t best = 0;
+    std::vector<answer> answers;
   };
   auto r = std::make_shared<round>();
   r->best_end = core.log_end();
@@ -517,6 +523,25 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       return; // the tick tries again
     }
     if (r->best == peers_.size()) {
+      // This copy is the longest: every shorter copy must be a prefix of
+      // it. One that is not took writes this copy never saw, at the same
+      // LSNs: this copy's tail was then never on a majority (a majority
+      // would have refused them), so this copy stands aside and the others
+      // lead (it is replaced and gets a full copy).
+      for (const auto& a : r->answers) {
+        if (a.last_o == no_prev || a.end == 0)
+          continue;
+        auto mine = c->tx_at(a.end - 1);
+        if (!mine)
+          continue; // folded here: cannot tell
+        const bool same = *mine ? ((*mine)->origin == a.last_o && (*mine)->seq == a.last_s)
+                                : (a.last_o == 0 && a.last_s == 0);
+        if (!same) {
+          report_stale(self, *c, "the copy on " + peers_[a.peer].node
+                                   + " holds other records at the same positions");
+          return;
+        }
+      }
       become_primary(self, *c);
       return;
     }
@@ -528,8 +553,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     ++r->asked;
     self->request(peers_[i].handle, link_timeout, r_end_atom::value)
       .then(
-        [r, i, done](std::uint64_t end, std::uint8_t) {
+        [r, i, done](std::uint64_t end, std::uint8_t, std::uint64_t last_o,
+                     std::uint64_t last_s) {
           ++r->answered;
+          r->answers.push_back({i, end, last_o, last_s});
           if (end > r->best_end) {
             r->best_end = end;
             r->best = i;
@@ -762,9 +789,17 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       if (auto* c = core_())
         pump(self, *c);
     },
-    [this](r_end_atom) -> std::tuple<std::uint64_t, std::uint8_t> {
+    [this](r_end_atom)
+      -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t> {
       auto* c = core_();
-      return {c ? c->log_end() : 0, static_cast<std::uint8_t>(role_)};
+      if (!c)
+        return {0, static_cast<std::uint8_t>(role_), no_prev, no_prev};
+      std::uint64_t o = no_prev, q = no_prev;
+      if (auto t = c->tx_at(c->log_end() - 1); t) {
+        o = *t ? (*t)->origin : 0;
+        q = *t ? (*t)->seq : 0;
+      }
+      return {c->log_end(), static_cast<std::uint8_t>(role_), o, q};
     },
   };
 }

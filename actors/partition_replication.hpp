@@ -21,7 +21,7 @@
 //   (r_fetch, from LSN, prev origin, prev seq, max records)
 //        -> (status, batch bytes)  status: r_applied | r_diverged |
 //                           r_folded (needs a full copy) | r_refused
-//   (r_end) -> (end, role)
+//   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //   (r_seed, from node, offset, bytes, last) -> (end, status): a full copy
 //        of the primary's store, in order, for a copy its log cannot
 //        bring up to date (docs/REPLICATION.md, "Full copies")
