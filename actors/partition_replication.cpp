@@ -349,23 +349,16 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     role_ = role;
     return;
   }
-  if (role == copy_role::solo) {
+  if (role == copy_role::solo || role == copy_role::replica) {
+    // Nothing to ship any more: no progress, no batches kept, the log
+    // truncated by checkpoints alone.
     role_ = role;
     progress_.reset();
     recent_.clear();
     recent_records_ = 0;
     core->keep_flushed(false);
     core->keep_log_from(0);
-    return;
-  }
-  if (role == copy_role::replica) {
-    role_ = role;
-    progress_.reset();
-    recent_.clear();
-    recent_records_ = 0;
-    core->keep_flushed(false);
-    core->keep_log_from(0);
-    if (before != copy_role::replica)
+    if (role == copy_role::replica && before != copy_role::replica)
       log(log_level::info, "partition ", core->index(), ": replica of ", primary_);
     return;
   }
