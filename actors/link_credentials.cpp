@@ -143,7 +143,33 @@ std::string bio_text(BIO* b) {
   return std::string(p, static_cast<std::size_t>(n));
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return in ? buf.str() : std::string{};
+}
+
+// The node key of an earlier start, if `path` holds an Ed25519 key.
+pkey_ptr saved_key(const std::string& path) {
+  auto text = file_text(path);
+  if (text.empty())
+    return nullptr;
+  bio_ptr b{BIO_new_mem_buf(text.data(), static_cast<int>(text.size()))};
+  pkey_ptr k{b ? PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr) : nullptr};
+  OPENSSL_cleanse(text.data(), text.size());
+  ERR_clear_error(); // a damaged or foreign key is replaced, not an error
+  if (k && EVP_PKEY_get_id(k.get()) != EVP_PKEY_ED25519)
+    return nullptr;
+  return k;
+}
+
+// Writes `text` unless the file already holds it: a restart with the same
+// secret writes nothing, so a node starts on a full disk (docs/NODE.md,
+// "Damaged storage") and never rewrites files a running node reads.
 status write_private(const std::string& path, const std::string& text, mode_t mode) {
+  if (file_text(path) == text)
+    return {};
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0)
     return make_error(errc::io_error, "cannot write " + path + ": " + std::strerror(errno));
@@ -235,12 +261,18 @@ expected<link_credential_files> write_link_credentials(const std::string& secret
                       nullptr, ca_k.get());
   if (!ca)
     return openssl_error("cannot make the cluster CA certificate");
-  pkey_ptr node_k{EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519")};
+  link_credential_files files{dir + "/node.pem", dir + "/node-key.pem", dir + "/ca.pem"};
+  pkey_ptr node_k = saved_key(files.key);
+  if (!node_k)
+    node_k.reset(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"));
   if (!node_k)
     return openssl_error("cannot make a node key");
-  std::uint64_t serial = 0;
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(&serial), sizeof serial) != 1)
-    return openssl_error("cannot pick a certificate serial");
+  // The serial from the node's public key: the same key and secret give
+  // the same certificate bytes (Ed25519 signatures are deterministic).
+  auto fp = fingerprint_of(node_k.get());
+  if (fp == "unknown")
+    return openssl_error("cannot read the node's public key");
+  std::uint64_t serial = std::stoull(fp, nullptr, 16);
   serial = (serial >> 1) | 2; // positive, and never the CA's serial 1
   auto cert = make_cert(node_k.get(), "tally node", serial, false, ca.get(), ca_k.get());
   if (!cert)
@@ -253,7 +285,6 @@ expected<link_credential_files> write_link_credentials(const std::string& secret
                                   nullptr)
            != 1)
     return openssl_error("cannot encode the node link credentials");
-  link_credential_files files{dir + "/node.pem", dir + "/node-key.pem", dir + "/ca.pem"};
   for (auto [path, bio, mode] :
        {std::tuple{&files.key, key_pem.get(), mode_t{0600}},
         std::tuple{&files.cert, cert_pem.get(), mode_t{0644}},

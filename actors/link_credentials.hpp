@@ -5,8 +5,10 @@
 // Every member derives the same cluster CA from the secret: an Ed25519 key
 // whose 32-byte seed is HMAC-SHA256(secret, "tally cluster CA v1"), and a
 // self-signed CA certificate with fixed contents (Ed25519 signatures are
-// deterministic, so every member writes the same bytes). At each start a
-// node makes itself a fresh Ed25519 key and a certificate signed by that CA.
+// deterministic, so every member writes the same bytes). A node makes
+// itself an Ed25519 key at its first start (kept in its data dir) and a
+// certificate for it signed by that CA; a restart with the same secret
+// writes nothing.
 // CAF's OpenSSL module then runs node links inside TLS with mutual
 // certificate checks, exactly as with --tls-cert/--tls-key/--tls-ca: a peer
 // proves that it knows the secret by presenting a certificate only the CA
@@ -43,10 +45,11 @@ struct link_credential_files {
   std::string ca;
 };
 
-/// Writes the cluster CA certificate, a new node key (mode 0600) and its
-/// certificate signed by the CA into `dir` (created with mode 0700 if
-/// missing; any earlier files there are replaced). errc::io_error on
-/// failure, with OpenSSL's reason.
+/// Writes the cluster CA certificate, the node key (the one already in
+/// `dir`, else a new one; mode 0600) and its certificate signed by the CA
+/// into `dir` (created with mode 0700 if missing). Files that already hold
+/// these bytes are not written. errc::io_error on failure, with OpenSSL's
+/// reason.
 expected<link_credential_files> write_link_credentials(const std::string& secret,
                                                        const std::string& dir);
 
