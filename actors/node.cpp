@@ -243,6 +243,11 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     return left.err();
   else if (*left != 0)
     log(log_level::info, "removed ", *left, " leftover(s) of interrupted handoffs");
+  // The node's link credentials, before any link is opened (the join
+  // below, the cluster port); with the data dir locked, so that a second
+  // tallyd on it never replaces the files a running node reads.
+  if (auto st = write_node_link_files(cfg.links, cfg.data_dir); !st)
+    return st.err();
   auto id = find_node_id(root, cfg);
   if (!id)
     return id.err();
@@ -448,11 +453,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                         + published.err().message()
                         + " (in use? pick another with --cluster-port)");
   }
-  if (!node_links_use_tls(sys))
-    log(log_level::warn, "node links are plain TCP without authentication: any process that "
-                         "reaches cluster port ", self->cluster_port_, " can join or crash this "
-                         "node; use --tls-cert, --tls-key and --tls-ca (docs/SECURITY.md, "
-                         "\"Node links\")");
+  log(cfg.links.mode == link_auth::none ? log_level::warn : log_level::info,
+      describe_node_links(cfg.links), "; cluster port ", cfg.bind, ":", self->cluster_port_);
   server_options so;
   so.bind = cfg.bind;
   so.port = cfg.port;
