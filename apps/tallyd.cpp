@@ -64,6 +64,13 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --cluster-port N        node-to-node port (default: the one this data dir
                           used before, else client port + 1000 if free,
                           else any free port)
+  --cluster-bind ADDR     address of the cluster port (default: --bind);
+                          0.0.0.0 needs --advertise
+  --advertise HOST:PORT   where other nodes reach this node's cluster port
+                          (default: cluster bind address and cluster
+                          port); it is the node's id, fixed at the first
+                          start: give the same at every start. The port
+                          listened on is --cluster-port if given, else PORT
   --join HOST:PORT        join a running cluster through any member's
                           cluster port (first start of an empty data dir)
   --partitions Q          ring size, a power of two (default 64); every
@@ -186,7 +193,17 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       throw bad_flag{"--join needs HOST:PORT (a member's cluster port), got '" + v + "'"};
     cfg.join = v;
   } else if (key == "bind") {
+    if (v.empty())
+      throw bad_flag{"--bind needs an address"};
     cfg.bind = v;
+  } else if (key == "cluster-bind") {
+    if (v.empty())
+      throw bad_flag{"--cluster-bind needs an address"};
+    cfg.cluster_bind = v;
+  } else if (key == "advertise") {
+    if (v.find('@') != std::string::npos || v.find_first_of(" \t") != std::string::npos)
+      throw bad_flag{"--advertise needs HOST:PORT, got '" + v + "'"};
+    cfg.advertise = v;
   } else if (key == "cluster-secret-file") {
     if (v.empty())
       throw bad_flag{"--cluster-secret-file needs a file"};
