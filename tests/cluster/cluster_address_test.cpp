@@ -101,14 +101,6 @@ private:
   std::vector<std::thread> pumps_; // touched by the acceptor thread only, until joined
 };
 
-std::string status_of(const server& s) {
-  auto c = connect_admin(s.dir);
-  if (!c)
-    return c.err().to_string();
-  auto r = c->admin("status", {});
-  return r ? *r : r.err().to_string();
-}
-
 // Starts node i of `cl` on cluster port `cport` with `flags` (and the
 // cluster's secret, and --join node 0 for i > 0).
 bool start_node(local_cluster& cl, std::uint16_t cport, std::vector<std::string> flags) {

@@ -23,19 +23,6 @@ namespace {
 
 const std::string crash_frame = std::string(15, '\0') + '\1' + std::string(16, '\0');
 
-// Raw bytes to a port; true when they were all written. Waits until the
-// node closes the connection (10 s receive timeout at most).
-bool send_raw(std::uint16_t port, const std::string& bytes) {
-  int fd = try_connect(port);
-  if (fd < 0)
-    return false;
-  bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-  char b;
-  ::recv(fd, &b, 1, 0);
-  ::close(fd);
-  return ok;
-}
-
 bool still_running(pid_t pid) {
   int status = 0;
   return ::waitpid(pid, &status, WNOHANG) == 0;

@@ -80,6 +80,30 @@ inline expected<client> connect_admin(const std::string& dir) {
   return client::connect(o);
 }
 
+/// The node's answer to the admin command "status" (through its admin
+/// socket), or the error as text.
+inline std::string status_of(const server& s) {
+  auto c = connect_admin(s.dir);
+  if (!c)
+    return c.err().to_string();
+  auto r = c->admin("status", {});
+  return r ? *r : r.err().to_string();
+}
+
+/// Raw bytes to 127.0.0.1:`port` (a cluster port, in the tests of node
+/// links); true when they were all written. Returns once the node closes
+/// the connection (10 s receive timeout at most).
+inline bool send_raw(std::uint16_t port, const std::string& bytes) {
+  int fd = try_connect(port);
+  if (fd < 0)
+    return false;
+  bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  char b;
+  ::recv(fd, &b, 1, 0);
+  ::close(fd);
+  return ok;
+}
+
 /// A client of the node on `port`. The default timeout keeps the client's
 /// retry window (2 resends x 2 x 1 s) inside the node's FBF retry timeout,
 /// so resends stay exactly-once (docs/CLIENT.md).

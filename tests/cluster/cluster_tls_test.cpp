@@ -28,26 +28,6 @@ std::vector<std::string> tls_flags(const std::string& who, const std::string& ca
 
 std::vector<std::string> cluster_flags() { return tls_flags("node", "tally-ca"); }
 
-// Raw bytes to a port; true when they were all written.
-bool send_raw(std::uint16_t port, const std::string& bytes) {
-  int fd = try_connect(port);
-  if (fd < 0)
-    return false;
-  bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-  char b;
-  ::recv(fd, &b, 1, 0); // until the node closes it (10 s receive timeout at most)
-  ::close(fd);
-  return ok;
-}
-
-std::string status_of(const server& s) {
-  auto c = connect_admin(s.dir);
-  if (!c)
-    return c.err().to_string();
-  auto r = c->admin("status", {});
-  return r ? *r : r.err().to_string();
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster_tls)
