@@ -80,15 +80,17 @@ inline expected<client> connect_admin(const std::string& dir) {
   return client::connect(o);
 }
 
-/// The node's answer to the admin command "status" (through its admin
-/// socket), or the error as text.
-inline std::string status_of(const server& s) {
-  auto c = connect_admin(s.dir);
+/// The answer to the admin command "status" of the node whose data dir is
+/// `dir` (through its admin socket), or the error as text.
+inline std::string status_of_dir(const std::string& dir) {
+  auto c = connect_admin(dir);
   if (!c)
     return c.err().to_string();
   auto r = c->admin("status", {});
   return r ? *r : r.err().to_string();
 }
+
+inline std::string status_of(const server& s) { return status_of_dir(s.dir); }
 
 /// Raw bytes to 127.0.0.1:`port` (a cluster port, in the tests of node
 /// links); true when they were all written. Returns once the node closes
