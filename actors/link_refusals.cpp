@@ -80,9 +80,10 @@ void on_info(const SSL* ssl, int where, int ret) {
   // certificate", "protocol version", ...).
   if ((where & SSL_CB_ALERT) != 0 && std::string{SSL_alert_type_string(ret)} == "F"
       && r->reason.empty())
-    r->reason = std::string{(where & SSL_CB_READ) != 0 ? "the peer refused us: "
-                                                        : "refused: "}
-                + SSL_alert_desc_string_long(ret);
+    r->reason = std::string{(where & SSL_CB_READ) != 0
+                              ? "the peer does not accept this node's certificate (TLS alert: "
+                              : "its certificate or handshake is not accepted (TLS alert: "}
+                + SSL_alert_desc_string_long(ret) + ")";
 }
 
 // Rate limit: one line per address and window; `more` counts the rest.
