@@ -137,10 +137,12 @@ expected<ring_state> join_cluster(caf::actor_system& sys, const std::string& hos
                       "cannot join through " + where + ": no Tally cluster port answers there ("
                         + remote.err().message()
                         + (node_links_use_tls(sys)
-                             ? "; or it does not speak TLS, or its certificate is not signed "
-                               "by --tls-ca, or ours is not signed by its CA"
-                             : "; or it speaks TLS (start this node with --tls-cert, "
-                               "--tls-key and --tls-ca)")
+                             ? "; or the member does not authenticate us: it has another "
+                               "cluster secret (--cluster-secret-file) or CA (--tls-ca), or "
+                               "runs --insecure-cluster-links"
+                             : "; or it authenticates its members: start this node with the "
+                               "cluster's --cluster-secret-file (or its --tls-cert, --tls-key "
+                               "and --tls-ca)")
                         + "); give --join the cluster port of a running member");
   caf::scoped_actor me{sys};
   std::optional<expected<ring_state>> out;

@@ -152,27 +152,41 @@ expected<std::string> find_node_id(const std::filesystem::path& root,
     auto addr = node_address(saved);
     if (!addr)
       return make_error(errc::corrupt, node_id_path(root) + ": " + addr.err().message());
+    if (!cfg.advertise.empty()) {
+      if ("tally@" + cfg.advertise != saved)
+        return make_error(errc::bad_config,
+                          "this data dir belongs to node " + saved + ": start it with --advertise "
+                            + saved.substr(saved.find('@') + 1)
+                            + " (a node's id, the address its peers reach it at, never "
+                              "changes)");
+      return saved;
+    }
     if (cfg.cluster_port && *cfg.cluster_port != 0 && *cfg.cluster_port != addr->second)
       return make_error(errc::bad_config,
                         "this data dir belongs to node " + saved + ": start it with --cluster-port "
                           + std::to_string(addr->second) + " (or without --cluster-port)");
     return saved;
   }
-  std::uint16_t port = 0;
-  if (cfg.cluster_port && *cfg.cluster_port != 0)
-    port = *cfg.cluster_port;
-  else if (!cfg.cluster_port && cfg.port != 0 && cfg.port <= 65535 - 1000
-           && probe_port(cfg.bind, static_cast<std::uint16_t>(cfg.port + 1000)))
-    port = static_cast<std::uint16_t>(cfg.port + 1000);
-  // Not asked for and client port + 1000 taken: any free port (the id keeps
-  // it for every later start).
-  if (port == 0) {
-    auto free = probe_port(cfg.bind, 0);
-    if (!free)
-      return free.err();
-    port = *free;
+  std::string id;
+  if (!cfg.advertise.empty()) {
+    id = "tally@" + cfg.advertise;
+  } else {
+    std::uint16_t port = 0;
+    if (cfg.cluster_port && *cfg.cluster_port != 0)
+      port = *cfg.cluster_port;
+    else if (!cfg.cluster_port && cfg.port != 0 && cfg.port <= 65535 - 1000
+             && probe_port(cfg.cluster_address(), static_cast<std::uint16_t>(cfg.port + 1000)))
+      port = static_cast<std::uint16_t>(cfg.port + 1000);
+    // Not asked for and client port + 1000 taken: any free port (the id
+    // keeps it for every later start).
+    if (port == 0) {
+      auto free = probe_port(cfg.cluster_address(), 0);
+      if (!free)
+        return free.err();
+      port = *free;
+    }
+    id = make_node_id(cfg.cluster_address(), port);
   }
-  auto id = make_node_id(cfg.bind, port);
   std::error_code ec;
   std::filesystem::create_directories(root / "cluster", ec);
   std::ofstream out{node_id_path(root), std::ios::trunc};
@@ -191,6 +205,15 @@ status check_config(const node_config& cfg) {
                       "bad FBF settings (--fbf-refresh-ms, --fbf-past-filters, "
                       "--fbf-retry-timeout-ms, --fbf-target-fpp): "
                         + f.err().message());
+  if (cfg.advertise.empty()
+      && (cfg.cluster_address() == "0.0.0.0" || cfg.cluster_address() == "::"))
+    return make_error(errc::bad_config,
+                      "the cluster port on " + cfg.cluster_address()
+                        + " (every address) needs --advertise HOST:PORT: the address the other "
+                          "nodes reach this node at, which is its id");
+  if (!cfg.advertise.empty())
+    if (auto hp = parse_host_port(cfg.advertise); !hp)
+      return make_error(errc::bad_config, "--advertise: " + hp.err().message());
   if (cfg.snapshot_retention.count() <= 0)
     return make_error(errc::bad_config,
                       "--snapshot-retention-ms must be positive: a checkpoint "
@@ -243,6 +266,11 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     return left.err();
   else if (*left != 0)
     log(log_level::info, "removed ", *left, " leftover(s) of interrupted handoffs");
+  // The node's link credentials, before any link is opened (the join
+  // below, the cluster port); with the data dir locked, so that a second
+  // tallyd on it never replaces the files a running node reads.
+  if (auto st = write_node_link_files(cfg.links, cfg.data_dir); !st)
+    return st.err();
   auto id = find_node_id(root, cfg);
   if (!id)
     return id.err();
@@ -250,7 +278,11 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   auto addr = node_address(*id);
   if (!addr)
     return addr.err();
-  self->cluster_port_ = addr->second;
+  // The port listened on: the id's, unless --advertise names another one
+  // than --cluster-port (a port forwarded to this one).
+  self->cluster_port_ = !cfg.advertise.empty() && cfg.cluster_port && *cfg.cluster_port != 0
+                          ? *cfg.cluster_port
+                          : addr->second;
   auto present = present_partitions(cfg.data_dir, std::max<std::uint32_t>(cfg.partitions, max_partition_count));
   if (!present)
     return present.err();
@@ -478,20 +510,19 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   }
   ctx->membership = spawn_membership(sys, std::move(mc), std::move(*ring), local, ctx->routes);
   self->actors_.push_back(ctx->membership);
-  auto published = publish_on_cluster_port(sys, ctx->membership, self->cluster_port_, cfg.bind);
+  auto published =
+    publish_on_cluster_port(sys, ctx->membership, self->cluster_port_, cfg.cluster_address());
   if (!published) {
     self->stop();
     return make_error(errc::unavailable,
-                      "cannot listen on cluster port " + cfg.bind + ":"
+                      "cannot listen on cluster port " + cfg.cluster_address() + ":"
                         + std::to_string(self->cluster_port_) + ": "
                         + published.err().message()
                         + " (in use? pick another with --cluster-port)");
   }
-  if (!node_links_use_tls(sys))
-    log(log_level::warn, "node links are plain TCP without authentication: any process that "
-                         "reaches cluster port ", self->cluster_port_, " can join or crash this "
-                         "node; use --tls-cert, --tls-key and --tls-ca (docs/SECURITY.md, "
-                         "\"Node links\")");
+  log(cfg.links.mode == link_auth::none ? log_level::warn : log_level::info,
+      describe_node_links(cfg.links), "; cluster port ", cfg.cluster_address(), ":",
+      self->cluster_port_, ", reached by peers at ", self->id_.substr(self->id_.find('@') + 1));
   server_options so;
   so.bind = cfg.bind;
   so.port = cfg.port;

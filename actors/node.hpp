@@ -61,6 +61,17 @@ struct node_config {
   std::optional<std::uint16_t> cluster_port;
   /// HOST:PORT of a member's cluster port to join through (first start).
   std::string join;
+  /// The address the cluster port listens on (--cluster-bind); empty:
+  /// `bind`. A wildcard (0.0.0.0, ::) needs `advertise`.
+  std::string cluster_bind;
+  /// HOST:PORT where the other nodes reach this node's cluster port
+  /// (--advertise): the node id, tally@HOST:PORT, fixed at the first start.
+  /// Empty: the cluster bind address and the cluster port. The cluster port
+  /// listened on is `cluster_port` if given, else PORT.
+  std::string advertise;
+  const std::string& cluster_address() const noexcept {
+    return cluster_bind.empty() ? bind : cluster_bind;
+  }
   /// The admin socket (--admin-socket): nullopt = <data-dir>/admin.sock;
   /// "" = none (admin requests are then refused everywhere).
   std::optional<std::string> admin_socket;

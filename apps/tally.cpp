@@ -368,13 +368,16 @@ exit codes: 0 ok, 1 the node answered with an error (e.g. an unknown
 constexpr const char* cluster_local_usage =
   R"(usage: tally cluster local --nodes N [--data-dir DIR] [--base-port P]
                            [--partitions Q] [--n-val N] [--durability MODE]
-                           [--ready-timeout S]
+                           [--ready-timeout S] [--insecure-cluster-links]
 
 Starts a cluster of N tallyd processes on 127.0.0.1 to try Tally out, and
 runs until Ctrl-C. Node i (0-based) is started as
   tallyd --data-dir DIR/node<i> --port P+i --cluster-port P+1000+i
 and every node but node 0 also gets --join 127.0.0.1:<P+1000> (node 0's
-cluster port). Its node id is tally@127.0.0.1:<P+1000+i>.
+cluster port) and --cluster-secret-file DIR/node0/cluster/secret: node 0
+makes the cluster's secret at its first start, and node links are TLS
+authenticated by it (docs/SECURITY.md, "Node links"). Its node id is
+tally@127.0.0.1:<P+1000+i>.
 
   --nodes N           how many nodes (1-64)
   --data-dir DIR      parent of the nodes' data dirs (default ./data-cluster);
@@ -387,6 +390,10 @@ cluster port). Its node id is tally@127.0.0.1:<P+1000+i>.
   --durability MODE   full | batch | none, passed to every node (default:
                       tallyd's)
   --ready-timeout S   seconds each node may take to get ready (default 30)
+  --insecure-cluster-links
+                      plain, unauthenticated node links instead (every
+                      node warns; anything reaching a cluster port can
+                      join or crash it)
 
 tallyd is the one next to this tally binary, else the first on PATH. Nodes
 start one at a time: each must log "tallyd ready on port" before the next
@@ -435,6 +442,7 @@ struct local_options {
   std::optional<std::string> n_val;
   std::optional<std::string> durability;
   int ready_timeout_s = 30;
+  bool insecure_links = false;
 };
 
 local_options parse_local(const std::vector<std::string>& args) {
@@ -462,7 +470,9 @@ local_options parse_local(const std::vector<std::string>& args) {
                   cluster_local_usage);
       return static_cast<int>(*n);
     };
-    if (flag == "--nodes") {
+    if (a == "--insecure-cluster-links") {
+      o.insecure_links = true;
+    } else if (flag == "--nodes") {
       o.nodes = number(value(), 1, 64, "a node count");
       have_nodes = true;
     } else if (flag == "--data-dir") {
@@ -648,6 +658,14 @@ private:
     if (i > 0) {
       args.push_back("--join");
       args.push_back("127.0.0.1:" + std::to_string(opts_.base_port + 1000));
+    }
+    if (opts_.insecure_links) {
+      args.push_back("--insecure-cluster-links");
+    } else if (i > 0) {
+      // Node 0 made the cluster's secret (tallyd's default); the others
+      // prove they know it.
+      args.push_back("--cluster-secret-file");
+      args.push_back(opts_.data_dir + "/node0/cluster/secret");
     }
     if (opts_.partitions) {
       args.push_back("--partitions");

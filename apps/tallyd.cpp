@@ -36,11 +36,27 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --data-dir DIR          where partitions are stored (default ./data)
   --port N                client port (default 8087; 0 picks a free one)
   --bind ADDR             client address (default 127.0.0.1)
+  --cluster-secret-file FILE
+                          the cluster's shared secret (at least 32 bytes,
+                          mode 0600; openssl rand -hex 32 > FILE): node
+                          links run in TLS with certificates made from it,
+                          and a node without it cannot join or connect.
+                          Default: DATA-DIR/cluster/secret, made at the
+                          first start of a node that does not --join
+                          (docs/SECURITY.md, "Node links")
   --tls-cert FILE, --tls-key FILE, --tls-ca FILE
-                          TLS on node links: this node's PEM certificate
-                          and key, and the cluster CA that signed every
-                          member's certificate; members without one are
-                          refused (all three or none; docs/SECURITY.md)
+                          instead of the secret: this node's PEM
+                          certificate and key, and the cluster CA that
+                          signed every member's certificate (all three)
+  --insecure-cluster-links
+                          plain, unauthenticated node links (CAF's BASP:
+                          any process reaching the cluster port can join
+                          or crash the node); warns at start
+  --refused-link-log-ms MS
+                          a node link refused for want of the secret or a
+                          certificate is logged with the peer's address,
+                          at most once per address every MS (default
+                          10000; the others are counted in the next line)
   --admin-socket PATH     Unix socket (mode 0600) where admin commands
                           (cluster status, leave) are accepted; they are
                           refused on the client port (default
@@ -48,6 +64,13 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --cluster-port N        node-to-node port (default: the one this data dir
                           used before, else client port + 1000 if free,
                           else any free port)
+  --cluster-bind ADDR     address of the cluster port (default: --bind);
+                          0.0.0.0 needs --advertise
+  --advertise HOST:PORT   where other nodes reach this node's cluster port
+                          (default: cluster bind address and cluster
+                          port); it is the node's id, fixed at the first
+                          start: give the same at every start. The port
+                          listened on is --cluster-port if given, else PORT
   --join HOST:PORT        join a running cluster through any member's
                           cluster port (first start of an empty data dir)
   --partitions Q          ring size, a power of two (default 64); every
@@ -175,7 +198,27 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       throw bad_flag{"--join needs HOST:PORT (a member's cluster port), got '" + v + "'"};
     cfg.join = v;
   } else if (key == "bind") {
+    if (v.empty())
+      throw bad_flag{"--bind needs an address"};
     cfg.bind = v;
+  } else if (key == "cluster-bind") {
+    if (v.empty())
+      throw bad_flag{"--cluster-bind needs an address"};
+    cfg.cluster_bind = v;
+  } else if (key == "advertise") {
+    if (v.find('@') != std::string::npos || v.find_first_of(" \t") != std::string::npos)
+      throw bad_flag{"--advertise needs HOST:PORT, got '" + v + "'"};
+    cfg.advertise = v;
+  } else if (key == "cluster-secret-file") {
+    if (v.empty())
+      throw bad_flag{"--cluster-secret-file needs a file"};
+    cfg.links.secret_file = v;
+  } else if (key == "insecure-cluster-links") {
+    if (v != "true")
+      throw bad_flag{"--insecure-cluster-links takes no value"};
+    cfg.links.insecure = true;
+  } else if (key == "refused-link-log-ms") {
+    cfg.links.refusal_log_window = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "tls-cert") {
     cfg.links.cert = v;
   } else if (key == "tls-key") {
@@ -341,6 +384,10 @@ std::optional<node_config> parse(int argc, char** argv) {
       throw bad_flag{"unexpected argument '" + a + "'"};
     a = a.substr(2);
     std::string v;
+    if (a == "insecure-cluster-links") { // the one flag without a value
+      flags.emplace_back(a, "true");
+      continue;
+    }
     if (auto eq = a.find('='); eq != std::string::npos) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
@@ -413,9 +460,10 @@ int main(int argc, char** argv) {
     sys_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{250}});
     sys_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{2}});
     sys_cfg.load<caf::io::middleman>();
-    if (auto st = configure_node_links(sys_cfg, cfg->links); !st) {
+    if (auto st = configure_node_links(sys_cfg, cfg->links, cfg->data_dir, !cfg->join.empty());
+        !st) {
       log(log_level::error, "tallyd: ", st.err().message());
-      return 2;
+      return st.err().code() == errc::bad_config ? 2 : 1;
     }
     caf::actor_system sys{sys_cfg};
     // A node that has left the cluster stops as on SIGTERM (process-directed,

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The cost of TLS on node links (docs/SECURITY.md, "Node links"): a 2-node
-# cluster with plain node links against the same with --tls-cert/--tls-key/
-# --tls-ca (the test certificates of tests/cluster/tls/), the load through
-# node 0 only, so about half of the requests go over the node link. Rounds
-# alternate plain and TLS; the medians and their ratio are printed.
+# cluster with plain node links (--insecure-cluster-links) against the same
+# with --tls-cert/--tls-key/--tls-ca (the test certificates of
+# tests/cluster/tls/) and with the default, TLS from a cluster secret
+# (--cluster-secret-file), the load through node 0 only, so about half of
+# the requests go over the node link. Rounds alternate the modes; the
+# medians and their ratios to plain are printed.
 #
 #   ROUNDS=3 DURATION=5 BASE_PORT=37400 bench/node_link_tls.sh
 set -euo pipefail
@@ -23,9 +25,15 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 run_once() { # mode round: prints ops/s
-  local mode=$1 r=$2 flags=() base=$((BASE_PORT + 10 * $2))
-  [[ $mode == tls ]] && flags=(--tls-cert $tls/node.pem --tls-key $tls/node-key.pem --tls-ca $tls/tally-ca.pem)
+  local mode=$1 r=$2 flags=() base=$((BASE_PORT + 10 * $2 + 3 * $3))
   local d=$work/$mode$r
+  mkdir -p "$d"
+  case $mode in
+    plain) flags=(--insecure-cluster-links) ;;
+    tls) flags=(--tls-cert $tls/node.pem --tls-key $tls/node-key.pem --tls-ca $tls/tally-ca.pem) ;;
+    secret) openssl rand -hex 32 >"$d/secret"; chmod 600 "$d/secret"
+            flags=(--cluster-secret-file "$d/secret") ;;
+  esac
   pids=()
   "$bin/tallyd" --data-dir "$d/n0" --port "$base" --cluster-port $((base + 1000)) --partitions 16 \
     --durability batch --log-level error "${flags[@]}" 2>"$d.log" &
@@ -47,12 +55,14 @@ run_once() { # mode round: prints ops/s
   pids=()
 }
 
-plain=() tlsr=()
+plain=() tlsr=() secretr=()
 for r in $(seq 1 "$ROUNDS"); do
-  plain+=("$(run_once plain "$r")")
-  tlsr+=("$(run_once tls "$r")")
-  echo "round $r: plain ${plain[-1]} ops/s, tls ${tlsr[-1]} ops/s"
+  plain+=("$(run_once plain "$r" 0)")
+  tlsr+=("$(run_once tls "$r" 1)")
+  secretr+=("$(run_once secret "$r" 2)")
+  echo "round $r: plain ${plain[-1]} ops/s, tls ${tlsr[-1]} ops/s, secret ${secretr[-1]} ops/s"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-mp=$(median "${plain[@]}") mt=$(median "${tlsr[@]}")
-echo "median: plain $mp ops/s, tls $mt ops/s, tls/plain $(awk -v a="$mt" -v b="$mp" 'BEGIN {printf "%.2f", a / b}')x"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+mp=$(median "${plain[@]}") mt=$(median "${tlsr[@]}") ms=$(median "${secretr[@]}")
+echo "median: plain $mp ops/s, tls $mt ops/s ($(ratio "$mt" "$mp")x), secret $ms ops/s ($(ratio "$ms" "$mp")x)"

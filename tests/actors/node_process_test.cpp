@@ -1164,7 +1164,8 @@ BOOST_AUTO_TEST_CASE(op_id_retries_through_another_node_are_exactly_once) {
   BOOST_REQUIRE(n0.start({"--partitions", std::to_string(q)}));
   server n1{d.path + "/n1", "batch"};
   BOOST_REQUIRE(n1.start({"--partitions", std::to_string(q), "--join",
-                          "127.0.0.1:" + std::to_string(n0.cluster_port)}));
+                          "127.0.0.1:" + std::to_string(n0.cluster_port),
+                          "--cluster-secret-file", n0.dir + "/cluster/secret"}));
   const std::string a = key_on(0, q, "a");
   const std::string b = key_on(1, q, "b");
   conn c1{n0.port};

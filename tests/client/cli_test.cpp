@@ -141,6 +141,8 @@ BOOST_AUTO_TEST_CASE(cluster_help_texts) {
   for (auto part : {"--nodes N", "--data-dir DIR", "--base-port P",
                     "--partitions Q", "--durability MODE", "P+1000+i",
                     "--join 127.0.0.1:<P+1000>", "[node<i>] ", "SIGTERM",
+                    "--cluster-secret-file DIR/node0/cluster/secret",
+                    "--insecure-cluster-links",
                     "next to this tally binary"})
     BOOST_TEST(contains(local.out, part), part);
   BOOST_TEST(contains(run_cli({"--help"}).out, "cluster local --nodes N"));
@@ -215,11 +217,11 @@ BOOST_AUTO_TEST_CASE(cluster_local_starts_nodes_in_order_and_stops_them) {
   BOOST_TEST(flags(0) == "--data-dir " + dir(0) + " --port 31000 --cluster-port"
                            " 32000 --partitions 16 --durability none\n");
   BOOST_TEST(flags(1) == "--data-dir " + dir(1) + " --port 31001 --cluster-port"
-                           " 32001 --join 127.0.0.1:32000 --partitions 16"
-                           " --durability none\n");
+                           " 32001 --join 127.0.0.1:32000 --cluster-secret-file "
+                           + dir(0) + "/cluster/secret --partitions 16 --durability none\n");
   BOOST_TEST(flags(2) == "--data-dir " + dir(2) + " --port 31002 --cluster-port"
-                           " 32002 --join 127.0.0.1:32000 --partitions 16"
-                           " --durability none\n");
+                           " 32002 --join 127.0.0.1:32000 --cluster-secret-file "
+                           + dir(0) + "/cluster/secret --partitions 16 --durability none\n");
   auto err = slurp(p.err);
   BOOST_TEST(contains(err, "[node0] fake tallyd on 31000"));
   BOOST_TEST(contains(err, "[node2] tallyd ready on port 31002"));

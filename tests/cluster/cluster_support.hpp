@@ -1,7 +1,12 @@
 // A local cluster of real tallyd processes on 127.0.0.1 for the cluster
 // tests (docs/CLUSTER.md, "Tests"): node 0 founds it, the others join
-// through node 0's cluster port. Every wait is a bounded loop.
+// through node 0's cluster port. Every node gets the cluster's secret
+// (--cluster-secret-file, a file made per cluster) unless the test gives
+// other link flags. Every wait is a bounded loop.
 #pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -75,6 +80,32 @@ inline expected<client> connect_admin(const std::string& dir) {
   return client::connect(o);
 }
 
+/// The answer to the admin command "status" of the node whose data dir is
+/// `dir` (through its admin socket), or the error as text.
+inline std::string status_of_dir(const std::string& dir) {
+  auto c = connect_admin(dir);
+  if (!c)
+    return c.err().to_string();
+  auto r = c->admin("status", {});
+  return r ? *r : r.err().to_string();
+}
+
+inline std::string status_of(const server& s) { return status_of_dir(s.dir); }
+
+/// Raw bytes to 127.0.0.1:`port` (a cluster port, in the tests of node
+/// links); true when they were all written. Returns once the node closes
+/// the connection (10 s receive timeout at most).
+inline bool send_raw(std::uint16_t port, const std::string& bytes) {
+  int fd = try_connect(port);
+  if (fd < 0)
+    return false;
+  bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  char b;
+  ::recv(fd, &b, 1, 0);
+  ::close(fd);
+  return ok;
+}
+
 /// A client of the node on `port`. The default timeout keeps the client's
 /// retry window (2 resends x 2 x 1 s) inside the node's FBF retry timeout,
 /// so resends stay exactly-once (docs/CLIENT.md).
@@ -86,14 +117,42 @@ inline expected<client> connect_to(std::uint16_t port, std::chrono::milliseconds
   return client::connect(o);
 }
 
+/// Writes a new cluster secret (64 hex digits of std::random_device) to
+/// `path` with mode 0600, as `openssl rand -hex 32 > path` would.
+inline void write_secret_file(const std::string& path) {
+  std::random_device rd;
+  std::string text;
+  for (int i = 0; i < 64; ++i)
+    text += "0123456789abcdef"[rd() % 16];
+  text += "\n";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd >= 0) {
+    auto n = ::write(fd, text.data(), text.size());
+    (void)n;
+    ::close(fd);
+  }
+}
+
 struct local_cluster {
   temp_dir root;
   std::string durability;
   std::vector<std::string> extra; // flags every node gets
   std::vector<std::unique_ptr<server>> nodes;
+  std::string secret_file; // the cluster's secret (--cluster-secret-file)
 
   explicit local_cluster(std::string mode = "batch") : durability(std::move(mode)) {
     std::filesystem::create_directories(root.path);
+    secret_file = root.path + "/cluster.secret";
+    write_secret_file(secret_file);
+  }
+
+  /// --cluster-secret-file, unless `extra` sets up links another way
+  /// (--tls-cert, --insecure-cluster-links, its own secret).
+  std::vector<std::string> link_flags() const {
+    for (const auto& f : extra)
+      if (f == "--tls-cert" || f == "--insecure-cluster-links" || f == "--cluster-secret-file")
+        return {};
+    return {"--cluster-secret-file", secret_file};
   }
 
   std::string dir_of(std::size_t i) const {
@@ -106,6 +165,8 @@ struct local_cluster {
     auto i = nodes.size();
     nodes.push_back(std::make_unique<server>(dir_of(i), durability));
     auto args = extra;
+    for (auto& f : link_flags())
+      args.push_back(f);
     if (i > 0) {
       args.push_back("--join");
       args.push_back("127.0.0.1:" + std::to_string(nodes[0]->cluster_port));
@@ -118,7 +179,10 @@ struct local_cluster {
     auto cport = nodes[i]->cluster_port;
     nodes[i] = std::make_unique<server>(dir_of(i), durability);
     nodes[i]->cluster_port = cport;
-    return nodes[i]->start(extra);
+    auto args = extra;
+    for (auto& f : link_flags())
+      args.push_back(f);
+    return nodes[i]->start(args);
   }
 
   /// True once every node's `cluster status` (through its admin socket)

@@ -22,6 +22,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/handoff.hpp"
+#include "actors/node_links.hpp"
 #include "actors/wire.hpp"
 #include "tests/cluster/cluster_support.hpp"
 #include "tests/support/child_process.hpp"
@@ -753,11 +754,13 @@ BOOST_AUTO_TEST_CASE(tally_cluster_local_starts_a_cluster_and_stops_it) {
 
 // Bad cluster input is refused with a clear message and exit code 1.
 BOOST_AUTO_TEST_CASE(join_through_a_wrong_address_is_refused) {
+  local_cluster cl; // only for its secret file
   temp_dir d;
   auto port = free_port();
   auto r = run_tallyd({"--data-dir", d.path, "--port", std::to_string(free_port()),
                        "--cluster-port", std::to_string(free_port()), "--join",
-                       "127.0.0.1:" + std::to_string(port)},
+                       "127.0.0.1:" + std::to_string(port), "--cluster-secret-file",
+                       cl.secret_file},
                       std::chrono::seconds(30));
   BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.output.find("cannot join through 127.0.0.1:" + std::to_string(port))
@@ -771,7 +774,8 @@ BOOST_AUTO_TEST_CASE(join_with_another_ring_size_is_refused) {
   temp_dir d;
   auto r = run_tallyd({"--data-dir", d.path, "--port", std::to_string(free_port()),
                        "--cluster-port", std::to_string(free_port()), "--partitions", "16",
-                       "--join", "127.0.0.1:" + std::to_string(cl.nodes[0]->cluster_port)},
+                       "--join", "127.0.0.1:" + std::to_string(cl.nodes[0]->cluster_port),
+                       "--cluster-secret-file", cl.secret_file},
                       std::chrono::seconds(30));
   BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.output.find("ring size mismatch") != std::string::npos, r.output);
@@ -784,7 +788,8 @@ BOOST_AUTO_TEST_CASE(join_through_a_client_port_is_refused) {
   temp_dir d;
   auto r = run_tallyd({"--data-dir", d.path, "--port", std::to_string(free_port()),
                        "--cluster-port", std::to_string(free_port()), "--join",
-                       "127.0.0.1:" + std::to_string(cl.nodes[0]->port)},
+                       "127.0.0.1:" + std::to_string(cl.nodes[0]->port), "--cluster-secret-file",
+                       cl.secret_file},
                       std::chrono::seconds(30));
   BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.output.find("cannot join through") != std::string::npos, r.output);
@@ -795,11 +800,18 @@ BOOST_AUTO_TEST_CASE(join_through_a_client_port_is_refused) {
 BOOST_AUTO_TEST_CASE(join_with_an_incompatible_version_is_refused) {
   local_cluster cl;
   BOOST_REQUIRE(cl.add());
+  // This test's actor system proves the cluster secret like a node
+  // (actors/node_links.hpp), with its credentials in a data dir of its own.
+  temp_dir links;
+  node_link_security sec;
+  sec.secret_file = cl.secret_file;
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
+  BOOST_REQUIRE(configure_node_links(cfg, sec, links.path, true));
+  BOOST_REQUIRE(write_node_link_files(sec, links.path));
   caf::actor_system sys{cfg};
-  auto m = sys.middleman().remote_actor("127.0.0.1", cl.nodes[0]->cluster_port);
-  BOOST_REQUIRE(m);
+  auto m = remote_cluster_actor(sys, "127.0.0.1", cl.nodes[0]->cluster_port);
+  BOOST_REQUIRE_MESSAGE(m, (m ? "" : m.err().to_string()));
   caf::scoped_actor self{sys};
   bool ok = true;
   std::string text;

@@ -28,26 +28,6 @@ std::vector<std::string> tls_flags(const std::string& who, const std::string& ca
 
 std::vector<std::string> cluster_flags() { return tls_flags("node", "tally-ca"); }
 
-// Raw bytes to a port; true when they were all written.
-bool send_raw(std::uint16_t port, const std::string& bytes) {
-  int fd = try_connect(port);
-  if (fd < 0)
-    return false;
-  bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-  char b;
-  ::recv(fd, &b, 1, 0); // until the node closes it (10 s receive timeout at most)
-  ::close(fd);
-  return ok;
-}
-
-std::string status_of(const server& s) {
-  auto c = connect_admin(s.dir);
-  if (!c)
-    return c.err().to_string();
-  auto r = c->admin("status", {});
-  return r ? *r : r.err().to_string();
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster_tls)
@@ -80,11 +60,20 @@ BOOST_AUTO_TEST_CASE(nodes_without_the_cluster_certificate_cannot_join) {
   // Plain TCP.
   temp_dir plain;
   auto r = run_tallyd({"--data-dir", plain.path, "--port", std::to_string(free_port()),
-                       "--cluster-port", std::to_string(free_port()), "--join", join},
+                       "--cluster-port", std::to_string(free_port()), "--join", join,
+                       "--insecure-cluster-links"},
                       std::chrono::seconds(30));
   BOOST_TEST(r.exit_code == 1, r.output);
   BOOST_TEST(r.output.find("cannot join through " + join) != std::string::npos, r.output);
-  BOOST_TEST(r.output.find("or it speaks TLS") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("or it authenticates its members") != std::string::npos, r.output);
+  // The cluster secret instead of a certificate of its CA.
+  temp_dir with_secret;
+  r = run_tallyd({"--data-dir", with_secret.path, "--port", std::to_string(free_port()),
+                  "--cluster-port", std::to_string(free_port()), "--join", join,
+                  "--cluster-secret-file", cl.secret_file},
+                 std::chrono::seconds(30));
+  BOOST_TEST(r.exit_code == 1, r.output);
+  BOOST_TEST(r.output.find("cannot join through " + join) != std::string::npos, r.output);
   // TLS, but a certificate of another cluster's CA.
   temp_dir rogue;
   auto args = std::vector<std::string>{"--data-dir", rogue.path, "--port",
@@ -94,7 +83,8 @@ BOOST_AUTO_TEST_CASE(nodes_without_the_cluster_certificate_cannot_join) {
     args.push_back(f);
   r = run_tallyd(args, std::chrono::seconds(30));
   BOOST_TEST(r.exit_code == 1, r.output);
-  BOOST_TEST(r.output.find("its certificate is not signed by --tls-ca") != std::string::npos,
+  BOOST_TEST(r.output.find("another cluster secret (--cluster-secret-file) or CA (--tls-ca)")
+               != std::string::npos,
              r.output);
   // The cluster did not change.
   BOOST_TEST(status_of(*cl.nodes[0]).find("1 member(s)") != std::string::npos);

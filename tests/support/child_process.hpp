@@ -105,9 +105,20 @@ struct child_process {
   /// Waits until stdout contains `text`; false after `limit`.
   bool wait_for_stdout(const std::string& text,
                        std::chrono::milliseconds limit = std::chrono::seconds{10}) {
+    return wait_for_text(out, text, limit);
+  }
+
+  /// Waits until stderr contains `text`; false after `limit`.
+  bool wait_for_stderr(const std::string& text,
+                       std::chrono::milliseconds limit = std::chrono::seconds{10}) {
+    return wait_for_text(err, text, limit);
+  }
+
+  static bool wait_for_text(const std::filesystem::path& file, const std::string& text,
+                            std::chrono::milliseconds limit) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (slurp(out).find(text) != std::string::npos)
+      if (slurp(file).find(text) != std::string::npos)
         return true;
       std::this_thread::sleep_for(std::chrono::milliseconds{20});
     }

@@ -122,12 +122,20 @@ struct server {
   }
 
   bool start_once(const std::vector<std::string>& extra) {
-    port = free_port();
+    // Never the node's own cluster port: free while the node is stopped, it
+    // is taken by the node itself before its client port (a restart failed
+    // with "cannot listen on ...: Address already in use" that way).
+    do
+      port = free_port();
+    while (port == cluster_port);
     // A data dir keeps its node id, and so its cluster port, across
     // restarts: a fresh one gets a free port, a used one its own.
     bool known = std::filesystem::exists(dir + "/cluster/node");
-    if (cluster_port == 0 && !known)
+    while (cluster_port == 0 && !known) {
       cluster_port = free_port();
+      if (cluster_port == port)
+        cluster_port = 0;
+    }
     pid = ::fork();
     if (pid == 0) {
       std::vector<std::string> args{TALLYD_PATH, "--data-dir", dir, "--port",
