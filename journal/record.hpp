@@ -123,6 +123,72 @@ void crdt_type_as_wire(Archive& ar, crdt_type& t, const char* where) {
   }
 }
 
+// A crdt_effect in a Cereal archive. Counter effects keep the layout they
+// always had, Cereal's std::variant<counter_effect> (an int32 index 0, then
+// the int64 delta), so counter records and messages are byte for byte what
+// they were; every other effect is index 1 followed by its format-2 bytes
+// (encode_effect) as a Cereal string. Shared by journal records and
+// node-to-node messages (actors/wire.cpp); docs/FORMAT.md.
+template <class Archive>
+void effect_as_wire(Archive& ar, crdt_effect& e, const char* where) {
+  std::int32_t index = is_counter_effect(e) ? 0 : 1;
+  ar(index);
+  if constexpr (Archive::is_loading::value) {
+    if (index == 0) {
+      counter_effect c;
+      ar(c);
+      e = c;
+    } else if (index == 1) {
+      std::string bytes;
+      ar(bytes);
+      auto d = decode_effect(bytes);
+      if (!d || is_counter_effect(*d))
+        throw cereal::Exception(std::string{"bad CRDT effect in "} + where + ": "
+                                + (d ? "a counter effect in format 2" : d.err().message()));
+      e = std::move(*d);
+    } else {
+      throw cereal::Exception("unknown CRDT effect index " + std::to_string(index)
+                              + " in " + where);
+    }
+  } else if (index == 0) {
+    ar(std::get<counter_effect>(e));
+  } else {
+    std::string bytes = encode_effect(e);
+    ar(bytes);
+  }
+}
+
+// A crdt_value in a Cereal archive, likewise: an int64 as Cereal's
+// std::variant<std::int64_t> (index 0, the value), any other value as index 1
+// and its encode_value bytes.
+template <class Archive>
+void value_as_wire(Archive& ar, crdt_value& v, const char* where) {
+  std::int32_t index = std::holds_alternative<std::int64_t>(v) ? 0 : 1;
+  ar(index);
+  if constexpr (Archive::is_loading::value) {
+    if (index == 0) {
+      std::int64_t x = 0;
+      ar(x);
+      v = x;
+    } else if (index == 1) {
+      std::string bytes;
+      ar(bytes);
+      auto d = decode_value(bytes);
+      if (!d || std::holds_alternative<std::int64_t>(*d))
+        throw cereal::Exception(std::string{"bad CRDT value in "} + where);
+      v = std::move(*d);
+    } else {
+      throw cereal::Exception("unknown CRDT value index " + std::to_string(index)
+                              + " in " + where);
+    }
+  } else if (index == 0) {
+    ar(std::get<std::int64_t>(v));
+  } else {
+    std::string bytes = encode_value(v);
+    ar(bytes);
+  }
+}
+
 // cereal's std::optional layout (a bool "nullopt", then the value), with
 // the flag read as a byte and checked: cereal loads it straight into a bool,
 // and a stored byte other than 0 or 1 is then undefined behaviour (found by
@@ -151,7 +217,7 @@ void serialize(Archive& ar, update_record& r, std::uint32_t const version) {
   detail::check_record_version(version, "update");
   ar(r.tx, r.key);
   crdt_type_as_wire(ar, r.type, "an update record");
-  ar(r.effect);
+  effect_as_wire(ar, r.effect, "an update record");
   optional_as_wire(ar, r.op, "an update record");
 }
 
