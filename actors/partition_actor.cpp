@@ -124,13 +124,27 @@ void publish(partition_self self) {
 part_read_resp serve(partition_core& core, const part_read_req& req) {
   part_read_resp out;
   for (const auto& it : req.items) {
+    if (it.want_state) {
+      auto obj = core.read_object(it.key, it.type, req.snapshot, it.own);
+      if (!obj) {
+        out.err = obj.err();
+        out.values.clear();
+        out.states.clear();
+        return out;
+      }
+      out.values.push_back(obj->value());
+      out.states.push_back(obj->encode());
+      continue;
+    }
     auto v = core.read(it.key, it.type, req.snapshot, it.own);
     if (!v) {
       out.err = v.err();
       out.values.clear();
+      out.states.clear();
       return out;
     }
     out.values.push_back(*v);
+    out.states.emplace_back();
   }
   return out;
 }
