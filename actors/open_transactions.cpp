@@ -194,9 +194,11 @@ void open_transactions::update(const update_objects_req& req, reply_fn reply) {
           + " (--max-tx-updates): commit it and start another")});
     t.last_used = std::chrono::steady_clock::now();
     snapshot = t.snapshot;
+    // Only the objects read before write need the transaction's own effects.
     for (const auto& u : req.updates)
-      if (auto it = t.own.find(u.object.key); it != t.own.end())
-        own->emplace(u.object.key, it->second);
+      if (std::holds_alternative<crdt_op>(u.op))
+        if (auto it = t.own.find(u.object.key); it != t.own.end())
+          own->emplace(u.object.key, it->second);
     t.preparing = true;
   }
   // Validated and prepared first: nothing is buffered on an error.
