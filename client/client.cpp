@@ -80,8 +80,8 @@ expected<value_result> static_read_values(expected<response> resp) {
   return value_result{std::move(r->objects.values), std::move(r->commit.commit_time)};
 }
 
-expected<read_result> static_read_result(expected<response> resp) {
-  auto r = static_read_values(std::move(resp));
+// The counters of a static read (errc::wrong_type for any other value).
+expected<read_result> counters_of(expected<value_result> r) {
   if (!r)
     return r.err();
   auto values = values_of(read_objects_resp{true, std::move(r->values), 0},
@@ -89,6 +89,10 @@ expected<read_result> static_read_result(expected<response> resp) {
   if (!values)
     return values.err();
   return read_result{std::move(*values), std::move(r->clock)};
+}
+
+expected<read_result> static_read_result(expected<response> resp) {
+  return counters_of(static_read_values(std::move(resp)));
 }
 
 expected<std::string> commit_clock(expected<response> resp,
@@ -255,13 +259,7 @@ expected<response> client::call(const request& req, bool retryable) {
 }
 
 expected<std::string> client::update(const std::vector<counter_inc>& updates) {
-  static_update_objects_req req;
-  req.transaction.timestamp = snapshot(std::nullopt);
-  req.updates = to_ops(updates);
-  auto clock = commit_clock(call(req, true), "StaticUpdateObjects");
-  if (clock)
-    absorb(*clock);
-  return clock;
+  return update_ops(to_ops(updates));
 }
 
 expected<std::string> client::update_ops(std::vector<update_op> ops) {
@@ -288,13 +286,7 @@ expected<value_result> client::read_values(const std::vector<bound_object>& obje
 
 expected<read_result> client::read(const std::vector<bound_object>& objects,
                                    std::optional<std::string> clock) {
-  static_read_objects_req req;
-  req.transaction.timestamp = snapshot(std::move(clock));
-  req.objects = objects;
-  auto result = static_read_result(call(req, true));
-  if (result)
-    absorb(result->clock);
-  return result;
+  return counters_of(read_values(objects, std::move(clock)));
 }
 
 expected<transaction> client::start(std::optional<std::string> clock) {
@@ -375,16 +367,10 @@ status transaction::check_active(const char* what) const {
 
 expected<std::vector<std::int64_t>>
 transaction::read(const std::vector<bound_object>& objects) {
-  if (auto st = check_active("ReadObjects"); !st)
-    return st.err();
-  auto r = expect<read_objects_resp>(
-    client_->call(read_objects_req{objects, descriptor_}, false),
-    "ReadObjects");
-  if (!r) {
-    active_ = false;
+  auto r = read_values(objects);
+  if (!r)
     return r.err();
-  }
-  auto values = values_of(*r, "ReadObjects");
+  auto values = values_of(read_objects_resp{true, std::move(*r), 0}, "ReadObjects");
   if (!values)
     active_ = false;
   return values;
