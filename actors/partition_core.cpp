@@ -404,6 +404,8 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   }
   if (auto r = check_types(updates, dup); !r)
     return r.err();
+  if (auto r = check_rights(updates, dup); !r)
+    return r.err();
   if (auto r = check_counter_range(updates, dup); !r)
     return r.err();
   prepared_tx p;
@@ -471,6 +473,48 @@ status partition_core::check_types(const std::vector<tx_update>& ups,
     auto v = read(u.key, u.type, vector_clock{{local_dc, clock_}}, {});
     if (!v && v.err().code() == errc::wrong_type)
       return make_error(errc::wrong_type, v.err().message() + "; nothing applied");
+  }
+  return {};
+}
+
+status partition_core::check_rights(const std::vector<tx_update>& ups,
+                                    const std::vector<bool>& dup) {
+  // A bounded counter's decrements and transfers spend rights. The
+  // coordinator checked them at the transaction's snapshot, which may not
+  // show spends committed since, and two transactions on one snapshot could
+  // spend the same rights: so they are checked here again, against the
+  // latest committed state minus every undecided spend of the key
+  // (increments not yet committed are not counted). Any subset of the
+  // undecided transactions may then commit, in any order, without the
+  // value going below 0.
+  __extension__ typedef __int128 wide;
+  std::map<std::pair<object_key, replica_id>, wide> need;
+  for (std::size_t i = 0; i < ups.size(); ++i) {
+    const auto* e = std::get_if<b_counter_effect>(&ups[i].effect);
+    if (!dup[i] && e && e->what != b_counter_effect::kind::increment)
+      need[{ups[i].key, e->replica}] += e->amount;
+  }
+  for (auto& [who, amount] : need) {
+    const auto& [key, replica] = who;
+    wide undecided = 0;
+    for (const auto& [tx, p] : prepared_)
+      for (const auto& u : p.updates)
+        if (u.key == key)
+          if (const auto* e = std::get_if<b_counter_effect>(&u.effect);
+              e && e->what != b_counter_effect::kind::increment && e->replica == replica)
+            undecided += e->amount;
+    auto obj = read_object(key, crdt_type::bcounter, vector_clock{{local_dc, clock_}}, {});
+    if (!obj)
+      return obj.err();
+    const wide rights = std::get<b_counter>(obj->state()).rights(replica);
+    if (rights - undecided < amount)
+      return make_error(
+        errc::no_permissions,
+        "bcounter " + key.bucket.substr(0, 64) + "/" + key.key.substr(0, 64) + ": replica "
+          + std::to_string(replica) + " holds " + std::to_string(static_cast<std::int64_t>(rights))
+          + " rights, " + std::to_string(static_cast<std::int64_t>(undecided))
+          + " of them spent by undecided transactions; this update spends "
+          + std::to_string(static_cast<std::int64_t>(amount)) + "; nothing applied");
   }
   return {};
 }

@@ -393,6 +393,9 @@ private:
                                         const op_id& id);
   // errc::wrong_type when a non-counter update's type is not its key's.
   status check_types(const std::vector<tx_update>& ups, const std::vector<bool>& dup);
+  // errc::no_permissions when bounded-counter spends exceed the rights the
+  // latest state leaves after every undecided spend.
+  status check_rights(const std::vector<tx_update>& ups, const std::vector<bool>& dup);
   // errc::overflow when an update could take a counter out of int64 (the
   // latest committed value plus any subset of undecided effects).
   status check_counter_range(const std::vector<tx_update>& ups,

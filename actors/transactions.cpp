@@ -227,9 +227,17 @@ void prepare_writes(caf::actor_system& sys, std::shared_ptr<const node_context> 
                                       counter_effect{c->update.delta}, c->id});
           continue;
         }
-        // Each update sees the ones before it in the request.
+        // Each update sees the ones before it in the request. A bounded
+        // counter spends and gains the rights of this data centre.
         auto& obj = objects.at(slot.at(u.object.key));
-        auto eff = obj.prepare(std::get<crdt_op>(u.op).update, dctx);
+        auto update = std::get<crdt_op>(u.op).update;
+        if (auto* b = std::get_if<b_counter_update>(&update)) {
+          if (auto* i = std::get_if<b_counter_increment>(b))
+            i->replica = local_dc;
+          else if (auto* d = std::get_if<b_counter_decrement>(b))
+            d->replica = local_dc;
+        }
+        auto eff = obj.prepare(update, dctx);
         if (!eff)
           return done(eff.err());
         if (auto st = obj.apply(*eff); !st)

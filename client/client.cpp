@@ -522,6 +522,13 @@ update_op flag_op(object_key key, bool enable, crdt_type type) {
                    crdt_op{enable ? flag_update::enable : flag_update::disable}};
 }
 
+update_op b_counter_op(object_key key, std::int64_t delta) {
+  b_counter_update u = b_counter_increment{static_cast<std::uint64_t>(delta), 0};
+  if (delta < 0)
+    u = b_counter_decrement{static_cast<std::uint64_t>(-(delta + 1)) + 1, 0};
+  return update_op{bound_object{std::move(key), crdt_type::bcounter}, crdt_op{u}};
+}
+
 update_op reset_op(object_key key, crdt_type type) {
   crdt_update u = flag_update::reset;
   switch (type) {

@@ -119,6 +119,9 @@ update_op register_assign_op(object_key key, std::string value,
                              crdt_type type = crdt_type::lwwreg);
 /// Enables (true) or disables (false) the flag `key` (flag_ew or flag_dw).
 update_op flag_op(object_key key, bool enable, crdt_type type = crdt_type::flag_ew);
+/// Increments (delta >= 0) or decrements the bounded counter `key`; a
+/// decrement beyond the node's rights fails with errc::no_permissions.
+update_op b_counter_op(object_key key, std::int64_t delta);
 /// Resets `key`: empties a set, a register, a flag or an rrmap.
 update_op reset_op(object_key key, crdt_type type);
 /// Updates the entries of the map `key` (gmap or rrmap): each nested update

@@ -25,7 +25,7 @@ bool is_supported(crdt_type type) noexcept {
     case crdt_type::counter: case crdt_type::fatcounter: case crdt_type::orset:
     case crdt_type::rwset: case crdt_type::lwwreg: case crdt_type::mvreg:
     case crdt_type::flag_ew: case crdt_type::flag_dw: case crdt_type::gmap:
-    case crdt_type::rrmap:
+    case crdt_type::rrmap: case crdt_type::bcounter:
       return true;
     default:
       return false;

@@ -31,8 +31,7 @@ enum class crdt_type : std::uint8_t {
 /// unknown values return "unknown".
 std::string_view to_string(crdt_type type) noexcept;
 
-/// True for the types a client can use today: every AntidoteDB type but
-/// BCOUNTER (its rights are not checked at the partition yet), and not gset
+/// True for the types a client can use: every AntidoteDB type, not gset
 /// (no AntidoteDB number).
 bool is_supported(crdt_type type) noexcept;
 

@@ -164,10 +164,24 @@ expected<crdt_update> decode_operation(crdt_type type, const pb::ApbUpdateOperat
   if (!kind)
     return kind.err();
   switch (*kind) {
-    case op_kind::counter:
+    case op_kind::counter: {
+      const std::int64_t inc = op.counterop().has_inc() ? op.counterop().inc() : 1;
+      if (type == crdt_type::bcounter) {
+        // AntidoteDB's {increment, N} and {decrement, N} of counter_b; the
+        // node fills in the replica (its data centre).
+        if (depth > 1)
+          return make_error(errc::wrong_type, "Tally does not serve bcounter entries in maps ("
+                                                + where + ")");
+        if (inc >= 0)
+          return crdt_update{b_counter_update{
+            b_counter_increment{static_cast<std::uint64_t>(inc), 0}}};
+        return crdt_update{b_counter_update{b_counter_decrement{
+          static_cast<std::uint64_t>(-(inc + 1)) + 1, 0}}};
+      }
       if (!is_counter_type(type))
         break;
-      return crdt_update{counter_update{op.counterop().has_inc() ? op.counterop().inc() : 1}};
+      return crdt_update{counter_update{inc}};
+    }
     case op_kind::set: {
       if (!is_set_type(type))
         break;
@@ -522,8 +536,14 @@ void fill_operation(pb::ApbUpdateOperation& out, const crdt_update& in) {
           key->set_type(static_cast<pb::CRDT_type>(k.type));
         }
       } else {
-        // b_counter_update: not served, never encoded by Tally's client.
-        out.mutable_counterop();
+        // b_counter_update: an increment or decrement as a signed inc (a
+        // transfer has no AntidoteDB encoding: sent as an increment of 0).
+        std::int64_t inc = 0;
+        if (const auto* i = std::get_if<b_counter_increment>(&u))
+          inc = static_cast<std::int64_t>(i->amount);
+        else if (const auto* d = std::get_if<b_counter_decrement>(&u))
+          inc = -static_cast<std::int64_t>(d->amount);
+        out.mutable_counterop()->set_inc(inc);
       }
     },
     in);
@@ -731,7 +751,7 @@ status check_supported(const bound_object& object) {
     return {};
   return make_error(errc::wrong_type,
                     "Tally does not serve " + std::string{to_string(object.type)}
-                      + " objects yet (every AntidoteDB type but bcounter is served); "
+                      + " objects; "
                       + object_name(object) + " was sent as a "
                       + std::string{to_string(object.type)});
 }
@@ -779,7 +799,13 @@ bool same_update(const crdt_update& a, const crdt_update& b) {
       } else if constexpr (std::is_same_v<T, map_update>) {
         return same_map_update(x, y);
       } else {
-        return false; // b_counter_update: never decoded
+        if (x.index() != y.index())
+          return false;
+        if (const auto* i = std::get_if<b_counter_increment>(&x))
+          return i->amount == std::get<b_counter_increment>(y).amount;
+        if (const auto* d = std::get_if<b_counter_decrement>(&x))
+          return d->amount == std::get<b_counter_decrement>(y).amount;
+        return false; // transfers: never decoded
       }
     },
     a);
@@ -943,6 +969,7 @@ wire_error to_wire_error(errc code) noexcept {
     case errc::aborted:
     case errc::gave_way: return wire_error::aborted;
     case errc::timeout: return wire_error::timeout;
+    case errc::no_permissions: return wire_error::no_permissions;
     default: return wire_error::unknown;
   }
 }
@@ -951,6 +978,7 @@ errc errc_from_wire_error(std::uint32_t code) noexcept {
   switch (code) {
     case static_cast<std::uint32_t>(wire_error::timeout): return errc::timeout;
     case static_cast<std::uint32_t>(wire_error::aborted): return errc::aborted;
+    case static_cast<std::uint32_t>(wire_error::no_permissions): return errc::no_permissions;
     default: return errc::unavailable;
   }
 }

@@ -260,12 +260,13 @@ enum class wire_error : std::uint32_t {
   aborted = 3,
 };
 
-/// errc::aborted -> aborted, errc::timeout -> timeout, anything else ->
-/// unknown (Tally has no permissions, so it never sends no_permissions).
+/// errc::aborted -> aborted, errc::timeout -> timeout, errc::no_permissions
+/// (a bounded counter's rights) -> no_permissions, anything else -> unknown.
 wire_error to_wire_error(errc code) noexcept;
 
-/// The reverse, for clients: 1 -> timeout, 3 -> aborted, anything else
-/// (unknown, no_permissions, numbers from newer servers) -> unavailable.
+/// The reverse, for clients: 1 -> timeout, 2 -> no_permissions, 3 ->
+/// aborted, anything else (unknown, numbers from newer servers) ->
+/// unavailable.
 errc errc_from_wire_error(std::uint32_t code) noexcept;
 
 /// 0 ApbErrorResp. Encoded as errmsg = err.message(), errcode =

@@ -140,9 +140,10 @@ BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) 
   d.owner_incarnation = 7; // an earlier incarnation
   auto r = ask_gateway(commit_transaction_req{encode_tx_descriptor(d)});
   BOOST_TEST(std::holds_alternative<error_resp>(r));
-  static_read_objects_req rd;
-  rd.objects = {bound_object{object_key{"b", "s"}, crdt_type::bcounter}};
-  BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(rd)));
+  static_update_objects_req reset_fat; // AntidoteDB has it, Tally not yet
+  reset_fat.updates = {update_op{bound_object{object_key{"b", "f"}, crdt_type::fatcounter},
+                                 unsupported_op{op_kind::reset}}};
+  BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(reset_fat)));
 }
 
 // A descriptor names its transaction by a random sequence number: another
@@ -400,6 +401,40 @@ BOOST_AUTO_TEST_CASE(nested_map_updates_and_removes_are_read_as_maps) {
   map_value want;
   want.entries.push_back({map_key{"n", crdt_type::counter}, crdt_value{std::int64_t{4}}});
   BOOST_TEST((r.objects.values.at(0) == crdt_value{want}));
+}
+
+BOOST_AUTO_TEST_CASE(bcounter_decrements_within_rights_and_refuses_beyond_them) {
+  auto bc = [](std::int64_t inc) {
+    crdt_update u = inc >= 0 ? b_counter_update{b_counter_increment{static_cast<std::uint64_t>(inc), 0}}
+                             : b_counter_update{b_counter_decrement{static_cast<std::uint64_t>(-inc), 0}};
+    return typed("bc", crdt_type::bcounter, std::move(u));
+  };
+  auto c1 = std::get<commit_resp>(ask_gateway(static_update_objects_req{{}, {bc(5)}}));
+  BOOST_REQUIRE(c1.success);
+  start_transaction_req after;
+  after.timestamp = c1.commit_time;
+  auto c2 = std::get<commit_resp>(ask_gateway(static_update_objects_req{after, {bc(-3)}}));
+  BOOST_REQUIRE(c2.success);
+  after.timestamp = c2.commit_time;
+  auto e = ask_gateway(static_update_objects_req{after, {bc(-3)}});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(e));
+  BOOST_TEST(std::get<error_resp>(e).err.code() == errc::no_permissions);
+  // Two interactive transactions on one snapshot spend the same 2 rights:
+  // the partition refuses the second one's commit.
+  auto t1 = std::get<start_transaction_resp>(ask_gateway(after));
+  auto t2 = std::get<start_transaction_resp>(ask_gateway(after));
+  BOOST_REQUIRE(std::get<operation_resp>(ask_gateway(update_objects_req{{bc(-2)}, t1.transaction_descriptor})).success);
+  BOOST_REQUIRE(std::get<operation_resp>(ask_gateway(update_objects_req{{bc(-2)}, t2.transaction_descriptor})).success);
+  auto k1 = std::get<commit_resp>(ask_gateway(commit_transaction_req{t1.transaction_descriptor}));
+  BOOST_REQUIRE(k1.success);
+  auto k2 = ask_gateway(commit_transaction_req{t2.transaction_descriptor});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(k2));
+  BOOST_TEST(std::get<error_resp>(k2).err.code() == errc::no_permissions);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = k1.commit_time;
+  rd.objects = {{object_key{"b", "bc"}, crdt_type::bcounter}};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((r.objects.values.at(0) == crdt_value{std::int64_t{0}}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1114,4 +1114,31 @@ BOOST_AUTO_TEST_CASE(a_set_is_folded_into_the_checkpoint_and_read_from_it) {
   BOOST_TEST(v.err().code() == errc::wrong_type);
 }
 
+BOOST_AUTO_TEST_CASE(bcounter_spends_are_checked_against_latest_rights_minus_undecided_ones) {
+  downstream_context ctx{token_source{13}, 5};
+  auto c = open();
+  auto inc = prepared(*c, "bc", crdt_type::bcounter,
+                      b_counter_update{b_counter_increment{5, local_dc}}, 0, ctx);
+  auto t = commit1(*c, {1, 1}, {inc});
+  // Both prepared at the same snapshot, where 5 rights are visible.
+  auto spend = [&](std::uint64_t n) {
+    return prepared(*c, "bc", crdt_type::bcounter,
+                    b_counter_update{b_counter_decrement{n, local_dc}}, t, ctx);
+  };
+  auto a = spend(4), b = spend(4);
+  BOOST_REQUIRE(c->stage_prepare({1, 2}, {a}, t, true)); // undecided
+  auto r = c->stage_prepare({1, 3}, {b}, t, true);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().code() == errc::no_permissions);
+  BOOST_TEST(r.err().message().find("undecided") != std::string::npos);
+  // One right is left, also once the first one commits.
+  BOOST_REQUIRE(c->stage_prepare({1, 4}, {spend(1)}, t, true));
+  BOOST_REQUIRE(c->stage_commit({1, 2}, now + 100));
+  BOOST_REQUIRE(c->stage_abort({1, 4}));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->stage_prepare({1, 5}, {spend(2)}, t, false).err().code() == errc::no_permissions);
+  commit1(*c, {1, 6}, {spend(1)}, t);
+  BOOST_TEST((read_as(*c, "bc", crdt_type::bcounter, c->safe_time()) == crdt_value{std::int64_t{0}}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -249,6 +249,16 @@ BOOST_AUTO_TEST_CASE(sets_registers_flags_and_maps_end_to_end_and_after_a_restar
     BOOST_TEST(counter_on_set.err().message().find("orset") != std::string::npos);
     // read() is for counters.
     BOOST_TEST(c.read({objects[0]}).err().code() == errc::wrong_type);
+    // A bounded counter: 3 rights, 2 spent, 2 more refused.
+    const object_key stock{"typed", "stock"};
+    BOOST_REQUIRE(c.update_ops({b_counter_op(stock, 3)}));
+    BOOST_REQUIRE(c.update_ops({b_counter_op(stock, -2)}));
+    auto over = c.update_ops({b_counter_op(stock, -2)});
+    BOOST_REQUIRE(!over);
+    BOOST_TEST(over.err().code() == errc::no_permissions);
+    auto left = c.read_values({{stock, crdt_type::bcounter}});
+    BOOST_REQUIRE(left);
+    BOOST_TEST((left->values.at(0) == crdt_value{std::int64_t{1}}));
   }
   node.stop(SIGKILL); // batch durability: every commit answered is on disk
   BOOST_REQUIRE(node.start());

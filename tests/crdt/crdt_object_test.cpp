@@ -184,7 +184,8 @@ BOOST_AUTO_TEST_CASE(wire_type_numbers_match_antidotedb) {
   BOOST_TEST((t == crdt_type::fatcounter));
   BOOST_TEST(!crdt_type_from_wire(7, t));
   BOOST_TEST(!crdt_type_from_wire(0, t));
-  BOOST_TEST(!is_supported(crdt_type::bcounter));
+  BOOST_TEST(is_supported(crdt_type::bcounter));
+  BOOST_TEST(!is_supported(crdt_type::gset));
 }
 
 BOOST_AUTO_TEST_CASE(op_ids_hash_apart) {
