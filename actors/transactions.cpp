@@ -238,11 +238,23 @@ void prepare_writes(caf::actor_system& sys, std::shared_ptr<const node_context> 
             d->replica = local_dc;
         }
         auto eff = obj.prepare(update, dctx);
+        if (!eff && eff.err().code() == errc::no_permissions)
+          // The partition decides on rights (check_rights), after its op-id
+          // check: a resent decrement that was applied must be dismissed
+          // there, not refused here because the snapshot now shows it.
+          if (const auto* d = std::get_if<b_counter_decrement>(
+                &std::get<b_counter_update>(update)))
+            eff = crdt_effect{b_counter_effect{b_counter_effect::kind::decrement,
+                                               d->amount, d->replica, 0}};
         if (!eff)
           return done(eff.err());
         if (auto st = obj.apply(*eff); !st)
           return done(st.err());
-        out[*p].push_back(tx_update{u.object.key, u.object.type, std::move(*eff), std::nullopt});
+        // A bcounter's op id (its effects add): the partition's exactly-once
+        // gate, as for counters; the effect has no tokens, so a resend
+        // prepares the same effect and digest.
+        out[*p].push_back(tx_update{u.object.key, u.object.type, std::move(*eff),
+                                    std::get<crdt_op>(u.op).id});
       }
       done(std::move(out));
     });

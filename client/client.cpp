@@ -186,9 +186,13 @@ client::to_ops(const std::vector<counter_inc>& updates) {
 }
 
 void client::assign_op_ids(std::vector<update_op>& ops) {
-  for (auto& u : ops)
+  for (auto& u : ops) {
     if (auto* c = std::get_if<counter_op>(&u.op); c && !c->id)
       c->id = next_op_id();
+    if (auto* g = std::get_if<crdt_op>(&u.op);
+        g && !g->id && std::holds_alternative<b_counter_update>(g->update))
+      g->id = next_op_id();
+  }
 }
 
 std::vector<expected<response>>

@@ -240,9 +240,10 @@ public:
                              std::optional<std::string> clock = std::nullopt);
 
   /// A static update of any types (the *_op helpers above); a counter_op
-  /// without an op id gets the next one. Retried like update(): resends of
-  /// counter updates are recognised by op id, and a resent set, register or
-  /// flag operation is idempotent in effect (an add or assign repeated).
+  /// or bcounter operation without an op id gets the next one. Retried like
+  /// update(): resends of counter and bcounter updates are recognised by op
+  /// id, and a resent set, register or flag operation reads as once (an add
+  /// or assign repeated), not deduplicated.
   expected<std::string> update_ops(std::vector<update_op> ops);
   /// A static read of objects of any type (read() refuses non-counter
   /// values with errc::wrong_type). Retried.
@@ -307,7 +308,7 @@ private:
   void absorb(const std::string& clock);
 
   std::vector<update_op> to_ops(const std::vector<counter_inc>& updates);
-  /// Gives every counter_op without an op id the next one.
+  /// Gives every counter_op and bcounter crdt_op without an op id the next one.
   void assign_op_ids(std::vector<update_op>& ops);
 
   /// Sends frames[already_sent..] (frames before were written on the

@@ -279,7 +279,14 @@ expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
   auto update = decode_operation(out.object.type, op, object_name(out.object), 1);
   if (!update)
     return update.err();
-  out.op = crdt_op{std::move(*update)};
+  crdt_op typed{std::move(*update)};
+  if (*kind == op_kind::counter) { // a bcounter's: its op id too
+    auto counter = decode_counter_op(op.counterop());
+    if (!counter)
+      return counter.err();
+    typed.id = counter->id;
+  }
+  out.op = std::move(typed);
   return out;
 }
 
@@ -549,7 +556,14 @@ void fill_operation(pb::ApbUpdateOperation& out, const crdt_update& in) {
     in);
 }
 
-void fill(pb::ApbUpdateOperation& out, const crdt_op& in) { fill_operation(out, in.update); }
+void fill(pb::ApbUpdateOperation& out, const crdt_op& in) {
+  fill_operation(out, in.update);
+  if (in.id && out.has_counterop()) {
+    auto* id = out.mutable_counterop()->mutable_tally_op_id();
+    id->set_client(in.id->client);
+    id->set_seq(in.id->seq);
+  }
+}
 
 void fill(pb::ApbUpdateOp& out, const update_op& in) {
   fill(*out.mutable_boundobject(), in.object);
@@ -813,7 +827,9 @@ bool same_update(const crdt_update& a, const crdt_update& b) {
 
 } // namespace
 
-bool operator==(const crdt_op& a, const crdt_op& b) { return same_update(a.update, b.update); }
+bool operator==(const crdt_op& a, const crdt_op& b) {
+  return a.id == b.id && same_update(a.update, b.update);
+}
 
 std::vector<crdt_type> types_of(const std::vector<bound_object>& objects) {
   std::vector<crdt_type> out;

@@ -87,6 +87,9 @@ struct unsupported_op {
 /// docs/PROTOCOL.md, "Operations of every type".
 struct crdt_op {
   crdt_update update;
+  /// Tally extension, bcounter only (ApbCounterUpdate field 100): its
+  /// increments and decrements add, so a resend is recognised by op id.
+  std::optional<op_id> id = std::nullopt;
 
   friend bool operator==(const crdt_op& a, const crdt_op& b);
 };

@@ -437,4 +437,30 @@ BOOST_AUTO_TEST_CASE(bcounter_decrements_within_rights_and_refuses_beyond_them) 
   BOOST_TEST((r.objects.values.at(0) == crdt_value{std::int64_t{0}}));
 }
 
+BOOST_AUTO_TEST_CASE(a_resent_bcounter_decrement_with_its_op_id_is_applied_once) {
+  auto op = [](std::int64_t inc, std::uint64_t seq) {
+    crdt_update u = inc >= 0 ? b_counter_update{b_counter_increment{static_cast<std::uint64_t>(inc), 0}}
+                             : b_counter_update{b_counter_decrement{static_cast<std::uint64_t>(-inc), 0}};
+    return update_op{bound_object{object_key{"b", "once"}, crdt_type::bcounter},
+                     crdt_op{std::move(u), op_id{77, seq}}};
+  };
+  BOOST_REQUIRE(std::get<commit_resp>(ask_gateway(static_update_objects_req{{}, {op(3, 1)}})).success);
+  // The decrement spends every right; its resend (same op id, e.g. after a
+  // lost reply) is dismissed, not refused for lack of rights nor applied.
+  for (int i = 0; i < 2; ++i) {
+    auto r = ask_gateway(static_update_objects_req{{}, {op(-3, 2)}});
+    BOOST_REQUIRE_MESSAGE(std::holds_alternative<commit_resp>(r),
+                          "attempt " << i << ": " << (std::holds_alternative<error_resp>(r)
+                                                        ? std::get<error_resp>(r).err.to_string()
+                                                        : std::string{}));
+  }
+  auto again = ask_gateway(static_update_objects_req{{}, {op(-1, 3)}});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(again));
+  BOOST_TEST(std::get<error_resp>(again).err.code() == errc::no_permissions);
+  static_read_objects_req rd;
+  rd.objects = {{object_key{"b", "once"}, crdt_type::bcounter}};
+  auto v = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((v.objects.values.at(0) == crdt_value{std::int64_t{0}}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

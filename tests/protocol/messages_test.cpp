@@ -240,6 +240,8 @@ BOOST_AUTO_TEST_CASE(every_antidote_type_is_served_and_bcounter_ops_decode) {
   update_objects_req req{{}, descriptor};
   req.updates.push_back(update_op{obj("b", "k", crdt_type::bcounter),
                                   crdt_op{b_counter_update{b_counter_decrement{5, 0}}}});
+  req.updates.push_back(update_op{obj("b", "k", crdt_type::bcounter),
+                                  crdt_op{b_counter_update{b_counter_increment{2, 0}}, op_id{9, 4}}});
   BOOST_TEST((round_trip(request{req}) == request{req}));
   // Not inside maps.
   auto nested = one_update(pb::RRMAP);
