@@ -57,19 +57,25 @@ private:
   // 122: start, update and commit in one request (a one-step commit when
   // every key lives on one partition).
   void static_update(static_update_objects_req& su, reply_fn reply) {
-    auto grouped = updates_by_partition(ctx_->q, su.updates);
-    if (!grouped)
-      return reply(error_resp{grouped.err()});
     auto snap = snapshot_for(*ctx_, su.transaction);
     if (!snap)
       return reply(error_resp{snap.err()});
-    commit_writes(sys_, ctx_, next_static_tx_id(*ctx_), *snap, std::move(*grouped),
-                  [reply](expected<std::uint64_t> at) {
-                    if (!at)
-                      reply(error_resp{at.err()});
-                    else
-                      reply(commit_resp{true, clock_bytes(*at), 0});
-                  });
+    // Every update but a counter's is prepared against its object read at
+    // the snapshot first (read before write).
+    prepare_writes(sys_, ctx_, *snap, std::move(su.updates), {},
+                   [sys = &sys_, ctx = ctx_, at = *snap,
+                    reply](expected<writes_by_partition> grouped) {
+                     if (!grouped)
+                       return reply(error_resp{grouped.err()});
+                     commit_writes(*sys, ctx, next_static_tx_id(*ctx), at,
+                                   std::move(*grouped),
+                                   [reply](expected<std::uint64_t> t) {
+                                     if (!t)
+                                       reply(error_resp{t.err()});
+                                     else
+                                       reply(commit_resp{true, clock_bytes(*t), 0});
+                                   });
+                   });
   }
 
   // 123: one snapshot read.
@@ -78,11 +84,11 @@ private:
     if (!snap)
       return reply(error_resp{snap.err()});
     read_at(sys_, ctx_, *snap, sr.objects, {},
-            [reply, at = *snap](expected<std::vector<crdt_value>> v) {
+            [reply, at = *snap, types = types_of(sr.objects)](expected<std::vector<crdt_value>> v) {
               if (!v)
                 return reply(error_resp{v.err()});
               static_read_objects_resp out;
-              out.objects = read_objects_resp{true, std::move(*v), 0};
+              out.objects = read_objects_resp{true, std::move(*v), 0, types};
               out.commit = commit_resp{true, clock_bytes(at), 0};
               reply(std::move(out));
             });

@@ -22,10 +22,13 @@ namespace tally {
 // ---- to a partition actor -------------------------------------------------
 
 /// One object to read, with the reading transaction's own effects on it.
+/// `want_state`: the object itself is wanted too (read before write: the
+/// coordinator prepares an update against it, docs/DATATYPES.md).
 struct read_item {
   object_key key;
   crdt_type type = crdt_type::counter;
   std::vector<crdt_effect> own;
+  bool want_state = false;
 };
 
 /// Read `items` at `snapshot`; answered with part_read_resp once the
@@ -37,6 +40,9 @@ struct part_read_req {
 struct part_read_resp {
   std::optional<error> err;
   std::vector<crdt_value> values; // one per item, in order
+  /// One per item: crdt_object::encode() of the object read for an item
+  /// with want_state, empty for the others.
+  std::vector<std::string> states = {};
 };
 
 /// Phase one (`two_phase`), or a one-step commit of a transaction that

@@ -1,10 +1,7 @@
 #include "actors/open_transactions.hpp"
 
-#include <cerrno>
-#include <cstdlib>
+#include <deque>
 #include <map>
-
-#include <sys/random.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,22 +13,6 @@
 
 namespace tally {
 
-namespace {
-
-std::uint64_t random_u64() {
-  std::uint64_t v = 0;
-  for (std::size_t got = 0; got < sizeof v;) {
-    auto n = ::getrandom(reinterpret_cast<char*>(&v) + got, sizeof v - got, 0);
-    if (n > 0)
-      got += static_cast<std::size_t>(n);
-    else if (errno != EINTR)
-      std::abort(); // no entropy source: nothing safe to hand out
-  }
-  return v;
-}
-
-} // namespace
-
 struct open_transactions::open_tx {
   std::mutex mu;
   tx_id id;
@@ -41,6 +22,11 @@ struct open_transactions::open_tx {
   std::size_t updates = 0; // buffered, for --max-tx-updates
   std::uint64_t session = 0; // the connection that started it
   bool committing = false;
+  // An update is being prepared (its objects read first): reads, updates
+  // and the commit that follow it wait in `queued`, in arrival order, so
+  // they see its effects (clients pipeline them without waiting).
+  bool preparing = false;
+  std::deque<std::function<void()>> queued;
   std::chrono::steady_clock::time_point last_used;
 };
 
@@ -161,6 +147,10 @@ void open_transactions::read(const read_objects_req& req, reply_fn reply) {
     if (t.committing)
       return reply(error_resp{make_error(errc::invalid_argument,
                                          "the transaction is already committing")});
+    if (t.preparing) {
+      t.queued.push_back([this, req, reply] { read(req, reply); });
+      return;
+    }
     t.last_used = std::chrono::steady_clock::now();
     snapshot = t.snapshot;
     for (const auto& o : req.objects)
@@ -172,11 +162,11 @@ void open_transactions::read(const read_objects_req& req, reply_fn reply) {
             auto it = own->find(k);
             return it == own->end() ? std::vector<crdt_effect>{} : it->second;
           },
-          [reply](expected<std::vector<crdt_value>> v) {
+          [reply, types = types_of(req.objects)](expected<std::vector<crdt_value>> v) {
             if (!v)
               reply(error_resp{v.err()});
             else
-              reply(read_objects_resp{true, std::move(*v), 0});
+              reply(read_objects_resp{true, std::move(*v), 0, types});
           });
 }
 
@@ -184,31 +174,63 @@ void open_transactions::update(const update_objects_req& req, reply_fn reply) {
   auto tx = find(req.transaction_descriptor);
   if (!tx)
     return reply(error_resp{tx.err()});
-  // Validated first: nothing is buffered on an error.
-  auto grouped = updates_by_partition(ctx_->q, req.updates);
-  if (!grouped)
-    return reply(error_resp{grouped.err()});
   auto& t = **tx;
+  std::uint64_t snapshot = 0;
+  auto own = std::make_shared<std::map<object_key, std::vector<crdt_effect>>>();
   {
     std::lock_guard<std::mutex> g{t.mu};
     if (t.committing)
       return reply(error_resp{make_error(errc::invalid_argument,
                                          "the transaction is already committing")});
+    if (t.preparing) {
+      t.queued.push_back([this, req, reply] { update(req, reply); });
+      return;
+    }
     if (t.updates + req.updates.size() > ctx_->limits.max_tx_updates)
       return reply(error_resp{make_error(
         errc::invalid_argument,
         "the transaction would buffer " + std::to_string(t.updates + req.updates.size())
           + " updates, over the limit of " + std::to_string(ctx_->limits.max_tx_updates)
           + " (--max-tx-updates): commit it and start another")});
-    t.updates += req.updates.size();
     t.last_used = std::chrono::steady_clock::now();
-    for (auto& [p, ups] : *grouped)
-      for (auto& u : ups) {
-        t.own[u.key].push_back(u.effect);
-        t.writes[p].push_back(std::move(u));
-      }
+    snapshot = t.snapshot;
+    // Only the objects read before write need the transaction's own effects.
+    for (const auto& u : req.updates)
+      if (std::holds_alternative<crdt_op>(u.op))
+        if (auto it = t.own.find(u.object.key); it != t.own.end())
+          own->emplace(u.object.key, it->second);
+    t.preparing = true;
   }
-  reply(operation_resp{true, 0});
+  // Validated and prepared first: nothing is buffered on an error.
+  prepare_writes(
+    sys_, ctx_, snapshot, req.updates,
+    [own](const object_key& k) {
+      auto it = own->find(k);
+      return it == own->end() ? std::vector<crdt_effect>{} : it->second;
+    },
+    [txp = *tx, n = req.updates.size(), reply](expected<writes_by_partition> grouped) {
+      std::deque<std::function<void()>> next;
+      {
+        std::lock_guard<std::mutex> g{txp->mu};
+        txp->preparing = false;
+        next.swap(txp->queued);
+        if (grouped) {
+          txp->updates += n;
+          txp->last_used = std::chrono::steady_clock::now();
+          for (auto& [p, ups] : *grouped)
+            for (auto& u : ups) {
+              txp->own[u.key].push_back(u.effect);
+              txp->writes[p].push_back(std::move(u));
+            }
+        }
+      }
+      if (grouped)
+        reply(operation_resp{true, 0});
+      else
+        reply(error_resp{grouped.err()});
+      for (auto& f : next)
+        f();
+    });
 }
 
 void open_transactions::commit(const commit_transaction_req& req, reply_fn reply) {
@@ -222,6 +244,10 @@ void open_transactions::commit(const commit_transaction_req& req, reply_fn reply
     if (t.committing)
       return reply(error_resp{make_error(errc::invalid_argument,
                                          "the transaction is already committing")});
+    if (t.preparing) {
+      t.queued.push_back([this, req, reply] { commit(req, reply); });
+      return;
+    }
     t.committing = true;
     writes = std::move(t.writes);
   }

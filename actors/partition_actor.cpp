@@ -142,14 +142,26 @@ std::uint64_t readable_time(partition_self self) {
 
 part_read_resp serve(partition_core& core, const part_read_req& req) {
   part_read_resp out;
+  auto fail = [&out](error e) {
+    out.err = std::move(e);
+    out.values.clear();
+    out.states.clear();
+    return out;
+  };
   for (const auto& it : req.items) {
-    auto v = core.read(it.key, it.type, req.snapshot, it.own);
-    if (!v) {
-      out.err = v.err();
-      out.values.clear();
-      return out;
+    if (it.want_state) { // read before write: the object itself too
+      auto obj = core.read_object(it.key, it.type, req.snapshot, it.own);
+      if (!obj)
+        return fail(obj.err());
+      out.values.push_back(obj->value());
+      out.states.push_back(obj->encode());
+      continue;
     }
+    auto v = core.read(it.key, it.type, req.snapshot, it.own);
+    if (!v)
+      return fail(v.err());
     out.values.push_back(*v);
+    out.states.emplace_back();
   }
   return out;
 }

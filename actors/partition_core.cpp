@@ -211,10 +211,7 @@ std::uint64_t partition_core::safe_time() {
   return std::min(clock_, *prepare_times_.begin() - 1);
 }
 
-expected<crdt_value>
-partition_core::read(const object_key& key, crdt_type type,
-                     const vector_clock& snapshot,
-                     const std::vector<crdt_effect>& own) {
+status partition_core::check_snapshot(const vector_clock& snapshot) const {
   // The low watermark (seed 2.7.2): commits <= C are folded, so a snapshot
   // below C cannot be served exactly. Refused for every key alike, cached or
   // not, with or without a checkpoint entry.
@@ -225,8 +222,27 @@ partition_core::read(const object_key& key, crdt_type type,
                         + " is below partition "
                         + std::to_string(opts_.index) + "'s checkpoint time "
                         + std::to_string(checkpoint_time()) + ")");
+  return {};
+}
+
+expected<crdt_value>
+partition_core::read(const object_key& key, crdt_type type,
+                     const vector_clock& snapshot,
+                     const std::vector<crdt_effect>& own) {
+  if (auto st = check_snapshot(snapshot); !st)
+    return st.err();
   partition_source src{*store_};
   return cache_->read_or_load(key, type, snapshot, own, src);
+}
+
+expected<crdt_object>
+partition_core::read_object(const object_key& key, crdt_type type,
+                            const vector_clock& snapshot,
+                            const std::vector<crdt_effect>& own) {
+  if (auto st = check_snapshot(snapshot); !st)
+    return st.err();
+  partition_source src{*store_};
+  return cache_->object_or_load(key, type, snapshot, own, src);
 }
 
 expected<forgetful_bloom_filter*>
@@ -386,6 +402,10 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
       dup[i] = true;
     }
   }
+  if (auto r = check_types(updates, dup); !r)
+    return r.err();
+  if (auto r = check_rights(updates, dup); !r)
+    return r.err();
   if (auto r = check_counter_range(updates, dup); !r)
     return r.err();
   prepared_tx p;
@@ -417,6 +437,86 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   prepare_times_.insert(p.prepare_time);
   prepared_.emplace(tx, std::move(p));
   return out;
+}
+
+status partition_core::check_types(const std::vector<tx_update>& ups,
+                                   const std::vector<bool>& dup) {
+  // An object has one type for ever: an update of another type than the
+  // key's (committed, undecided elsewhere or earlier in this request) is
+  // refused here, nothing staged, rather than left for every later read
+  // to fail on. A counter update's committed type is checked by the read
+  // in check_counter_range.
+  auto wrong = [](const tx_update& u, crdt_type other) {
+    return make_error(errc::wrong_type,
+                      u.key.bucket.substr(0, 64) + "/" + u.key.key.substr(0, 64)
+                        + " is a " + std::string{to_string(other)}
+                        + ", not a " + std::string{to_string(u.type)}
+                        + "; nothing applied");
+  };
+  std::map<object_key, crdt_type> seen;
+  for (std::size_t i = 0; i < ups.size(); ++i) {
+    const auto& u = ups[i];
+    if (dup[i])
+      continue;
+    auto [it, fresh] = seen.emplace(u.key, u.type);
+    if (!fresh) {
+      if (it->second != u.type)
+        return wrong(u, it->second);
+      continue;
+    }
+    for (const auto& [tx, p] : prepared_)
+      for (const auto& other : p.updates)
+        if (other.key == u.key && other.type != u.type)
+          return wrong(u, other.type);
+    if (is_counter_effect(u.effect))
+      continue;
+    auto v = read(u.key, u.type, vector_clock{{local_dc, clock_}}, {});
+    if (!v && v.err().code() == errc::wrong_type)
+      return make_error(errc::wrong_type, v.err().message() + "; nothing applied");
+  }
+  return {};
+}
+
+status partition_core::check_rights(const std::vector<tx_update>& ups,
+                                    const std::vector<bool>& dup) {
+  // A bounded counter's decrements and transfers spend rights. The
+  // coordinator checked them at the transaction's snapshot, which may not
+  // show spends committed since, and two transactions on one snapshot could
+  // spend the same rights: so they are checked here again, against the
+  // latest committed state minus every undecided spend of the key
+  // (increments not yet committed are not counted). Any subset of the
+  // undecided transactions may then commit, in any order, without the
+  // value going below 0.
+  __extension__ typedef __int128 wide;
+  std::map<std::pair<object_key, replica_id>, wide> need;
+  for (std::size_t i = 0; i < ups.size(); ++i) {
+    const auto* e = std::get_if<b_counter_effect>(&ups[i].effect);
+    if (!dup[i] && e && e->what != b_counter_effect::kind::increment)
+      need[{ups[i].key, e->replica}] += e->amount;
+  }
+  for (auto& [who, amount] : need) {
+    const auto& [key, replica] = who;
+    wide undecided = 0;
+    for (const auto& [tx, p] : prepared_)
+      for (const auto& u : p.updates)
+        if (u.key == key)
+          if (const auto* e = std::get_if<b_counter_effect>(&u.effect);
+              e && e->what != b_counter_effect::kind::increment && e->replica == replica)
+            undecided += e->amount;
+    auto obj = read_object(key, crdt_type::bcounter, vector_clock{{local_dc, clock_}}, {});
+    if (!obj)
+      return obj.err();
+    const wide rights = std::get<b_counter>(obj->state()).rights(replica);
+    if (rights - undecided < amount)
+      return make_error(
+        errc::no_permissions,
+        "bcounter " + key.bucket.substr(0, 64) + "/" + key.key.substr(0, 64) + ": replica "
+          + std::to_string(replica) + " holds " + std::to_string(static_cast<std::int64_t>(rights))
+          + " rights, " + std::to_string(static_cast<std::int64_t>(undecided))
+          + " of them spent by undecided transactions; this update spends "
+          + std::to_string(static_cast<std::int64_t>(amount)) + "; nothing applied");
+  }
+  return {};
 }
 
 status partition_core::check_counter_range(const std::vector<tx_update>& ups,
@@ -461,7 +561,7 @@ status partition_core::check_counter_range(const std::vector<tx_update>& ups,
     auto v = read(key, type, vector_clock{{local_dc, clock_}}, {});
     if (!v) {
       if (v.err().code() == errc::wrong_type)
-        continue; // refused with its own error when it is read
+        return make_error(errc::wrong_type, v.err().message() + "; nothing applied");
       return v.err();
     }
     const auto* cur = std::get_if<std::int64_t>(&*v);

@@ -195,6 +195,12 @@ public:
                             const vector_clock& snapshot,
                             const std::vector<crdt_effect>& own);
 
+  /// The object read() reads, itself: what an update of `key` is prepared
+  /// against (read before write). Errors as read().
+  expected<crdt_object> read_object(const object_key& key, crdt_type type,
+                                    const vector_clock& snapshot,
+                                    const std::vector<crdt_effect>& own);
+
   /// Phase one (or the first half of a one-step commit): drops updates whose
   /// op id is a duplicate, stages the rest and, if `two_phase`, a prepare
   /// record. An op id in flight in another undecided transaction blocks the
@@ -437,6 +443,8 @@ private:
   explicit partition_core(partition_options opts) : opts_(std::move(opts)) {}
 
   std::uint64_t tick(std::uint64_t at_least);
+  // errc::unavailable "snapshot too old" below the checkpoint time.
+  status check_snapshot(const vector_clock& snapshot) const;
   expected<forgetful_bloom_filter*> fbf_for(const std::string& bucket);
   // Whether `id` committed here (the FBF, every positive confirmed in
   // `opids`), with the digest of the operation it carried when known.
@@ -446,6 +454,11 @@ private:
   };
   expected<committed_op> find_committed(const std::string& bucket,
                                         const op_id& id);
+  // errc::wrong_type when a non-counter update's type is not its key's.
+  status check_types(const std::vector<tx_update>& ups, const std::vector<bool>& dup);
+  // errc::no_permissions when bounded-counter spends exceed the rights the
+  // latest state leaves after every undecided spend.
+  status check_rights(const std::vector<tx_update>& ups, const std::vector<bool>& dup);
   // errc::overflow when an update could take a counter out of int64 (the
   // latest committed value plus any subset of undecided effects).
   status check_counter_range(const std::vector<tx_update>& ups,

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <mutex>
+
+#include <sys/random.h>
 #include <optional>
 #include <utility>
 
@@ -41,7 +45,9 @@ updates_by_partition(std::uint32_t q, const std::vector<update_op>& updates) {
       return ok.err();
     const auto* op = std::get_if<counter_op>(&u.op);
     if (!op)
-      return make_error(errc::wrong_type, "only counter updates are served");
+      return make_error(errc::invalid_argument,
+                        "a " + std::string{to_string(u.object.type)}
+                          + " update needs its object read first (prepare_writes)");
     auto p = partition_for(u.object.key.bucket, u.object.key.key, q);
     if (!p)
       return p.err();
@@ -84,10 +90,40 @@ struct gather {
 
 } // namespace
 
-void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
-             std::uint64_t snapshot, const std::vector<bound_object>& objects,
-             const own_effects& own,
-             std::function<void(expected<std::vector<crdt_value>>)> done) {
+std::uint64_t random_u64() {
+  std::uint64_t v = 0;
+  for (std::size_t got = 0; got < sizeof v;) {
+    auto n = ::getrandom(reinterpret_cast<char*>(&v) + got, sizeof v - got, 0);
+    if (n > 0)
+      got += static_cast<std::size_t>(n);
+    else if (errno != EINTR)
+      std::abort(); // no entropy source: nothing safe to hand out
+  }
+  return v;
+}
+
+token_source next_token_source() {
+  // One random origin per process (a new one at every restart), and a block
+  // of 2^32 sequence numbers per prepared request: tokens never repeat
+  // within the process, and two processes share an origin with probability
+  // about n^2 / 2^65 for n processes ever started.
+  static const std::uint64_t origin = random_u64();
+  static std::atomic<std::uint64_t> block{0};
+  return token_source{origin, block.fetch_add(1, std::memory_order_relaxed) << 32};
+}
+
+namespace {
+
+struct read_result {
+  std::vector<crdt_value> values;
+  std::vector<std::string> states;
+};
+
+// read_at, optionally with the objects themselves (want_state).
+void read_objects_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                     std::uint64_t snapshot, const std::vector<bound_object>& objects,
+                     const own_effects& own, bool want_state,
+                     std::function<void(expected<read_result>)> done) {
   std::map<std::uint32_t, std::pair<part_read_req, std::vector<std::size_t>>> by_part;
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const auto& o = objects[i];
@@ -98,21 +134,25 @@ void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
       return done(p.err());
     auto& slot = by_part[*p];
     slot.first.snapshot = vector_clock{{local_dc, snapshot}};
-    slot.first.items.push_back(
-      read_item{o.key, o.type, own ? own(o.key) : std::vector<crdt_effect>{}});
+    slot.first.items.push_back(read_item{
+      o.key, o.type, own ? own(o.key) : std::vector<crdt_effect>{}, want_state});
     slot.second.push_back(i);
   }
   if (by_part.empty())
-    return done(std::vector<crdt_value>{});
-  auto g = std::make_shared<gather<std::vector<crdt_value>>>();
-  g->acc.resize(objects.size());
+    return done(read_result{});
+  auto g = std::make_shared<gather<read_result>>();
+  g->acc.values.resize(objects.size());
+  g->acc.states.resize(objects.size());
   g->left = by_part.size();
   for (auto& [p, slot] : by_part)
     call_read(sys, *ctx, p, std::move(slot.first),
               [g, done, idx = std::move(slot.second)](part_read_resp r) {
-                bool last = g->add(std::move(r.err), [&](std::vector<crdt_value>& v) {
-                  for (std::size_t j = 0; j < idx.size() && j < r.values.size(); ++j)
-                    v[idx[j]] = std::move(r.values[j]);
+                bool last = g->add(std::move(r.err), [&](read_result& acc) {
+                  for (std::size_t j = 0; j < idx.size() && j < r.values.size(); ++j) {
+                    acc.values[idx[j]] = std::move(r.values[j]);
+                    if (j < r.states.size())
+                      acc.states[idx[j]] = std::move(r.states[j]);
+                  }
                 });
                 if (!last)
                   return;
@@ -123,9 +163,104 @@ void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
               });
 }
 
-namespace {
+} // namespace
 
-using writes_by_partition = std::map<std::uint32_t, std::vector<tx_update>>;
+void read_at(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+             std::uint64_t snapshot, const std::vector<bound_object>& objects,
+             const own_effects& own,
+             std::function<void(expected<std::vector<crdt_value>>)> done) {
+  read_objects_at(sys, std::move(ctx), snapshot, objects, own, false,
+                  [done](expected<read_result> r) {
+                    if (!r)
+                      done(r.err());
+                    else
+                      done(std::move(r->values));
+                  });
+}
+
+void prepare_writes(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                    std::uint64_t snapshot, std::vector<update_op> updates,
+                    const own_effects& own,
+                    std::function<void(expected<writes_by_partition>)> done) {
+  // Validated first, nothing read on an error: served types, one type per
+  // key, and the objects that need their state.
+  std::vector<bound_object> need;
+  std::map<object_key, std::size_t> slot;
+  std::map<object_key, crdt_type> types;
+  for (const auto& u : updates) {
+    if (auto ok = check_supported(u); !ok)
+      return done(ok.err());
+    auto [t, fresh] = types.emplace(u.object.key, u.object.type);
+    if (!fresh && t->second != u.object.type)
+      return done(make_error(errc::wrong_type,
+                             "one request updates " + u.object.key.bucket.substr(0, 64) + "/"
+                               + u.object.key.key.substr(0, 64) + " as a "
+                               + std::string{to_string(t->second)} + " and as a "
+                               + std::string{to_string(u.object.type)}));
+    if (std::holds_alternative<crdt_op>(u.op) && slot.emplace(u.object.key, need.size()).second)
+      need.push_back(u.object);
+  }
+  if (need.empty())
+    return done(updates_by_partition(ctx->q, updates));
+  auto q = ctx->q;
+  read_objects_at(
+    sys, std::move(ctx), snapshot, need, own, true,
+    [q, updates = std::move(updates), slot = std::move(slot),
+     done](expected<read_result> r) {
+      if (!r)
+        return done(r.err());
+      std::vector<crdt_object> objects;
+      for (const auto& bytes : r->states) {
+        auto obj = crdt_object::decode(bytes);
+        if (!obj)
+          return done(obj.err());
+        objects.push_back(std::move(*obj));
+      }
+      downstream_context dctx{next_token_source(), wall_clock_us()};
+      writes_by_partition out;
+      for (const auto& u : updates) {
+        auto p = partition_for(u.object.key.bucket, u.object.key.key, q);
+        if (!p)
+          return done(p.err());
+        if (const auto* c = std::get_if<counter_op>(&u.op)) {
+          out[*p].push_back(tx_update{u.object.key, u.object.type,
+                                      counter_effect{c->update.delta}, c->id});
+          continue;
+        }
+        // Each update sees the ones before it in the request. A bounded
+        // counter spends and gains the rights of this data centre.
+        auto& obj = objects.at(slot.at(u.object.key));
+        auto update = std::get<crdt_op>(u.op).update;
+        if (auto* b = std::get_if<b_counter_update>(&update)) {
+          if (auto* i = std::get_if<b_counter_increment>(b))
+            i->replica = local_dc;
+          else if (auto* d = std::get_if<b_counter_decrement>(b))
+            d->replica = local_dc;
+        }
+        auto eff = obj.prepare(update, dctx);
+        if (!eff && eff.err().code() == errc::no_permissions)
+          // The partition decides on rights (check_rights), after its op-id
+          // check: a resent decrement that was applied must be dismissed
+          // there, not refused here because the snapshot now shows it.
+          if (const auto* d = std::get_if<b_counter_decrement>(
+                &std::get<b_counter_update>(update)))
+            eff = crdt_effect{b_counter_effect{b_counter_effect::kind::decrement,
+                                               d->amount, d->replica, 0}};
+        if (!eff)
+          return done(eff.err());
+        if (auto st = obj.apply(*eff); !st)
+          return done(st.err());
+        // A bcounter's op id (its effects add): the partition's exactly-once
+        // gate, as for counters; the effect has no tokens, so a resend
+        // prepares the same effect and digest.
+        out[*p].push_back(tx_update{u.object.key, u.object.type, std::move(*eff),
+                                    std::get<crdt_op>(u.op).id});
+      }
+      done(std::move(out));
+    });
+}
+
+namespace {
 
 void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
                       tx_id tx, std::uint64_t snapshot, writes_by_partition writes,

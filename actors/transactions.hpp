@@ -45,10 +45,37 @@ std::uint64_t stable_time(const node_context& ctx);
 expected<std::uint64_t> snapshot_for(const node_context& ctx,
                                      const start_transaction_req& start);
 
-/// `updates` validated (counters only, supported types) and grouped by the
-/// partition of their key in a ring of `q`; nothing on an error.
-expected<std::map<std::uint32_t, std::vector<tx_update>>>
+/// The reading transaction's own updates of a key (empty for a static read).
+using own_effects = std::function<std::vector<crdt_effect>(const object_key&)>;
+
+/// A transaction's updates, as effects, by partition.
+using writes_by_partition = std::map<std::uint32_t, std::vector<tx_update>>;
+
+/// `updates` validated (counter updates only, supported types) and grouped
+/// by the partition of their key in a ring of `q`; nothing on an error.
+expected<writes_by_partition>
 updates_by_partition(std::uint32_t q, const std::vector<update_op>& updates);
+
+/// 64 random bits from the kernel's CSPRNG (aborts without one).
+std::uint64_t random_u64();
+
+/// Fresh unique tokens for one prepared request: a random origin per
+/// process and a block of 2^32 sequence numbers per call.
+token_source next_token_source();
+
+/// Read before write (docs/DATATYPES.md): turns `updates` into effects by
+/// partition. A counter update's effect is its delta, as ever (its op id
+/// kept); every other update is prepared (AntidoteDB's downstream) against
+/// its object read at `snapshot` plus `own` (the transaction's earlier
+/// effects), each after the earlier ones of the request, with fresh tokens
+/// and the local clock. One read call per partition touched, none when
+/// only counters are updated. Errors, nothing prepared: unserved types,
+/// a key updated as two types, the read's errors (errc::wrong_type for an
+/// object stored as another type), the CRDT's prepare errors.
+void prepare_writes(caf::actor_system& sys, std::shared_ptr<const node_context> ctx,
+                    std::uint64_t snapshot, std::vector<update_op> updates,
+                    const own_effects& own,
+                    std::function<void(expected<writes_by_partition>)> done);
 
 /// A fresh id for a static transaction of this node (distinct from the
 /// interactive ones at every partition: they count down from 2^64).
@@ -57,8 +84,6 @@ tx_id next_static_tx_id(const node_context& ctx);
 /// A commit time or snapshot as the opaque clock bytes clients get.
 std::string clock_bytes(std::uint64_t t);
 
-/// The reading transaction's own updates of a key (empty for a static read).
-using own_effects = std::function<std::vector<crdt_effect>(const object_key&)>;
 
 /// Reads `objects` at `snapshot`, one call per partition touched; `done`
 /// gets one value per object, in order, or the first error.

@@ -13,18 +13,40 @@
 
 namespace tally {
 
+// A std::vector in Cereal's layout (a size_tag, then the elements), each
+// element written by `each`.
+template <class Archive, class T, class F>
+void vector_as_wire(Archive& ar, std::vector<T>& v, F&& each) {
+  cereal::size_type n = v.size();
+  ar(cereal::make_size_tag(n));
+  if constexpr (Archive::is_loading::value) {
+    v.clear();
+    // Grown element by element: a corrupted size fails at the end of the
+    // input instead of allocating.
+    for (cereal::size_type i = 0; i < n; ++i) {
+      v.emplace_back();
+      each(v.back());
+    }
+  } else {
+    for (auto& x : v)
+      each(x);
+  }
+}
+
 template <class Archive>
 void serialize(Archive& ar, read_item& x) {
   ar(x.key);
   crdt_type_as_wire(ar, x.type, "a read item");
-  ar(x.own);
+  vector_as_wire(ar, x.own, [&](crdt_effect& e) { effect_as_wire(ar, e, "a read item"); });
+  ar(x.want_state);
 }
 
 template <class Archive>
 void serialize(Archive& ar, tx_update& x) {
   ar(x.key);
   crdt_type_as_wire(ar, x.type, "an update");
-  ar(x.effect, x.op);
+  effect_as_wire(ar, x.effect, "an update");
+  ar(x.op);
 }
 
 template <class Archive>
@@ -34,7 +56,9 @@ void serialize(Archive& ar, part_read_req& x) {
 
 template <class Archive>
 void serialize(Archive& ar, part_read_resp& x) {
-  ar(x.err, x.values);
+  ar(x.err);
+  vector_as_wire(ar, x.values, [&](crdt_value& v) { value_as_wire(ar, v, "a read reply"); });
+  ar(x.states);
 }
 
 template <class Archive>

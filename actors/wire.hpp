@@ -23,7 +23,9 @@ namespace tally {
 
 /// The version byte of every node-to-node message. A node refuses to join a
 /// cluster whose members speak another version (docs/CLUSTER.md).
-constexpr std::uint8_t wire_version = 1;
+/// 2: read items ask for the object's state, read replies carry it, and
+/// effects and values of every CRDT type travel (actors/wire.cpp).
+constexpr std::uint8_t wire_version = 2;
 
 /// Bytes of `msg`. Defined for part_read_req, part_read_resp,
 /// part_prepare_req, part_time_resp, part_commit_req, part_abort_req,

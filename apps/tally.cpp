@@ -54,6 +54,12 @@ commands:
   txn <op>...                             an interactive transaction; ops are
                                           'inc <bucket> <key> <delta>' and
                                           'read <bucket> <key>'
+  set add|remove|reset|read <bucket> <key> [element...] [--type T]
+                                          a set (T: orset, the default, or rwset)
+  reg set|reset|read <bucket> <key> [value] [--type T]
+                                          a register (T: lwwreg or mvreg)
+  flag enable|disable|reset|read <bucket> <key> [--type T]
+                                          a flag (T: flag_ew or flag_dw)
   status                                  is the node reachable, and how fast
   cluster status                          members and partition ownership
   cluster leave [NODE-ID]                 ask a member to leave the cluster
@@ -100,6 +106,32 @@ constexpr const char* txn_usage =
 Runs the ops in order in one interactive transaction and commits it. Reads
 see the snapshot plus the transaction's own earlier increments.
 example: tally txn inc b k1 5 inc b k2 -1 read b k1 read b k2
+)";
+
+constexpr const char* set_usage =
+  R"(usage: tally [options] set add|remove|reset|read <bucket> <key> [element...] [--type orset|rwset]
+
+Adds or removes elements of the set <bucket>/<key> (add-wins orset by
+default, remove-wins rwset with --type rwset) in one static transaction,
+empties it (reset), or reads it: '<bucket>/<key> = {a, b}'.
+example: tally set add shop tags red green; tally set read shop tags
+)";
+
+constexpr const char* reg_usage =
+  R"(usage: tally [options] reg set|reset|read <bucket> <key> [value] [--type lwwreg|mvreg]
+
+Assigns a value to the register <bucket>/<key> (last-writer-wins lwwreg by
+default; a multi-value mvreg keeps concurrent values), resets it, or reads
+it: '<bucket>/<key> = "value"' ('[v1, v2]' for an mvreg).
+example: tally reg set shop motto "best prices"; tally reg read shop motto
+)";
+
+constexpr const char* flag_usage =
+  R"(usage: tally [options] flag enable|disable|reset|read <bucket> <key> [--type flag_ew|flag_dw]
+
+Enables, disables or resets the flag <bucket>/<key> (enable-wins flag_ew by
+default, disable-wins flag_dw), or reads it: '<bucket>/<key> = true'.
+example: tally flag enable shop open; tally flag read shop open
 )";
 
 constexpr const char* status_usage =
@@ -241,6 +273,82 @@ std::vector<txn_op> parse_txn(const std::vector<std::string>& args) {
     }
   }
   return ops;
+}
+
+// `set`, `reg` and `flag`: one operation or a read of one object.
+struct typed_args {
+  std::string verb;
+  bound_object object;
+  std::vector<std::string> values;
+};
+
+typed_args parse_typed(const std::string& family, std::vector<std::string> args) {
+  const char* usage = family == "set" ? set_usage : family == "reg" ? reg_usage : flag_usage;
+  crdt_type type = family == "set"   ? crdt_type::orset
+                   : family == "reg" ? crdt_type::lwwreg
+                                     : crdt_type::flag_ew;
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--type") {
+      kept.push_back(args[i]);
+      continue;
+    }
+    if (i + 1 >= args.size())
+      bad_usage(family + ": --type needs a type", usage);
+    const auto& t = args[++i];
+    bool ok = family == "set"   ? (t == "orset" || t == "rwset")
+              : family == "reg" ? (t == "lwwreg" || t == "mvreg")
+                                : (t == "flag_ew" || t == "flag_dw");
+    if (!ok)
+      bad_usage(family + ": --type '" + t + "' is not a " + family + " type", usage);
+    for (auto candidate : {crdt_type::orset, crdt_type::rwset, crdt_type::lwwreg,
+                           crdt_type::mvreg, crdt_type::flag_ew, crdt_type::flag_dw})
+      if (to_string(candidate) == t)
+        type = candidate;
+  }
+  if (kept.size() < 3)
+    bad_usage(family + " takes a verb, <bucket> and <key>", usage);
+  typed_args out{kept[0], bound_object{object_key{kept[1], kept[2]}, type},
+                 {kept.begin() + 3, kept.end()}};
+  const auto& v = out.verb;
+  bool takes_values = (family == "set" && (v == "add" || v == "remove"))
+                      || (family == "reg" && v == "set");
+  bool known = v == "read" || v == "reset" || takes_values
+               || (family == "flag" && (v == "enable" || v == "disable"));
+  if (!known)
+    bad_usage(family + ": unknown verb '" + v + "'", usage);
+  if (takes_values && out.values.empty())
+    bad_usage(family + " " + v + " needs " + (family == "set" ? "elements" : "a value"), usage);
+  if (!takes_values && !out.values.empty())
+    bad_usage(family + " " + v + " takes no values", usage);
+  if (family == "reg" && out.values.size() > 1)
+    bad_usage("reg set takes one value", usage);
+  return out;
+}
+
+int run_typed(client& c, const typed_args& a) {
+  const auto& key = a.object.key;
+  if (a.verb == "read") {
+    auto r = c.read_values({a.object});
+    if (!r)
+      return report(c, r.err());
+    std::cout << name_of(key) << " = " << format_value(r->values.front(), a.object.type)
+              << "\n(snapshot " << brief_clock(r->clock) << ")\n";
+    return exit_ok;
+  }
+  update_op op = a.verb == "reset"    ? reset_op(key, a.object.type)
+                 : a.verb == "add"    ? set_add_op(key, a.values, a.object.type)
+                 : a.verb == "remove" ? set_remove_op(key, a.values, a.object.type)
+                 : a.verb == "set"    ? register_assign_op(key, a.values.front(), a.object.type)
+                                      : flag_op(key, a.verb == "enable", a.object.type);
+  auto clock = c.update_ops({op});
+  if (!clock)
+    return report(c, clock.err());
+  std::cout << name_of(key) << ": " << a.verb;
+  for (const auto& v : a.values)
+    std::cout << ' ' << v;
+  std::cout << "  (committed at " << brief_clock(*clock) << ")\n";
+  return exit_ok;
 }
 
 int run_inc(client& c, const inc_args& a) {
@@ -1068,6 +1176,9 @@ int main(int argc, char** argv) {
                       : command == "read"   ? read_usage
                       : command == "txn"    ? txn_usage
                       : command == "status" ? status_usage
+                      : command == "set"    ? set_usage
+                      : command == "reg"    ? reg_usage
+                      : command == "flag"   ? flag_usage
                                             : nullptr;
   if (command == "help") {
     std::cout << main_usage;
@@ -1089,7 +1200,10 @@ int main(int argc, char** argv) {
   std::optional<inc_args> inc;
   std::vector<bound_object> objects;
   std::vector<txn_op> ops;
-  if (command == "inc")
+  std::optional<typed_args> typed;
+  if (command == "set" || command == "reg" || command == "flag")
+    typed = parse_typed(command, rest);
+  else if (command == "inc")
     inc = parse_inc(rest);
   else if (command == "read")
     objects = parse_read(rest);
@@ -1103,6 +1217,8 @@ int main(int argc, char** argv) {
     return report(c.err());
   if (inc)
     return run_inc(*c, *inc);
+  if (typed)
+    return run_typed(*c, *typed);
   if (command == "read")
     return run_read(*c, objects);
   if (command == "txn")

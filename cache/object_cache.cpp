@@ -34,8 +34,16 @@ expected<object_cache> object_cache::make(object_cache_config cfg) {
 expected<object_entry*> object_cache::find_typed(const object_key& key,
                                                  crdt_type type) {
   object_entry* entry = lru_.find(key);
-  if (entry && entry->type() != type)
+  if (entry && entry->type() != type) {
+    // A key never written has no type yet: its bottom entry, cached by a
+    // read (or a type check) as one type, must not refuse another.
+    if (entry->effects().empty() && entry->base().time.empty()
+        && is_bottom(entry->base().object.state())) {
+      lru_.erase(key);
+      return nullptr;
+    }
     return wrong_type(key, entry->type(), type);
+  }
   return entry;
 }
 
@@ -47,14 +55,23 @@ object_cache::value_at(const object_entry& entry, const vector_clock& snapshot,
     ++tallies_->latest_reads;
     return entry.latest().object.value();
   }
-  if (is_latest(entry, snapshot))
-    ++tallies_->latest_reads;
-  else
-    ++tallies_->replayed_reads;
-  auto obj = materialize_interactive(entry, snapshot, own_effects);
+  auto obj = object_at(entry, snapshot, own_effects);
   if (!obj)
     return obj.err();
   return obj->value();
+}
+
+expected<crdt_object>
+object_cache::object_at(const object_entry& entry, const vector_clock& snapshot,
+                        const std::vector<crdt_effect>& own_effects) {
+  if (is_latest(entry, snapshot)) {
+    ++tallies_->latest_reads;
+    if (own_effects.empty())
+      return entry.latest().object;
+  } else {
+    ++tallies_->replayed_reads;
+  }
+  return materialize_interactive(entry, snapshot, own_effects);
 }
 
 expected<std::optional<crdt_value>>
@@ -97,6 +114,24 @@ object_cache::read_or_load(const object_key& key, crdt_type type,
   if (!entry)
     return make_error(errc::unavailable, "load did not cache the key");
   return value_at(*entry, snapshot, own_effects);
+}
+
+expected<crdt_object>
+object_cache::object_or_load(const object_key& key, crdt_type type,
+                             const vector_clock& snapshot,
+                             const std::vector<crdt_effect>& own_effects,
+                             entry_source& source) {
+  auto entry = find_typed(key, type);
+  if (!entry)
+    return entry.err();
+  if (*entry)
+    return object_at(**entry, snapshot, own_effects);
+  if (auto st = load(key, type, source); !st)
+    return st.err();
+  const object_entry* loaded = lru_.peek(key);
+  if (!loaded)
+    return make_error(errc::unavailable, "load did not cache the key");
+  return object_at(*loaded, snapshot, own_effects);
 }
 
 status object_cache::load(const object_key& key, crdt_type type,

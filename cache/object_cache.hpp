@@ -118,6 +118,13 @@ public:
                                     const std::vector<crdt_effect>& own_effects,
                                     entry_source& source);
 
+  /// The object itself, as read_or_load() reads it: what an update is
+  /// prepared against (read before write, docs/DATATYPES.md). A copy.
+  expected<crdt_object> object_or_load(const object_key& key, crdt_type type,
+                                       const vector_clock& snapshot,
+                                       const std::vector<crdt_effect>& own_effects,
+                                       entry_source& source);
+
   /// Caches `key` from `source.fetch(key, type)`, replacing any cached entry.
   /// May evict the SLRU tail. Errors: the source's error; those of the
   /// image-taking overload.
@@ -189,13 +196,18 @@ private:
       : lru_(std::move(cache)), tallies_(std::move(t)) {}
 
   // The cached entry of `key` (promoted), nullptr on a miss, or
-  // errc::wrong_type.
+  // errc::wrong_type. A never-written key's bottom entry of another type is
+  // dropped and counts as a miss.
   expected<object_entry*> find_typed(const object_key& key, crdt_type type);
   // The interactive value of `entry` at `snapshot` (stable when
   // `own_effects` is empty); counts latest and replayed reads.
   expected<crdt_value> value_at(const object_entry& entry,
                                 const vector_clock& snapshot,
                                 const std::vector<crdt_effect>& own_effects);
+  // The same, the object rather than its value.
+  expected<crdt_object> object_at(const object_entry& entry,
+                                  const vector_clock& snapshot,
+                                  const std::vector<crdt_effect>& own_effects);
 
   lru lru_;
   std::unique_ptr<tallies> tallies_;

@@ -57,22 +57,42 @@ expected<std::vector<std::int64_t>> values_of(const read_objects_resp& r,
     return failed(request, r.error_code);
   std::vector<std::int64_t> out;
   out.reserve(r.values.size());
-  for (const auto& v : r.values)
-    out.push_back(std::get<std::int64_t>(v));
+  for (std::size_t i = 0; i < r.values.size(); ++i) {
+    const auto* v = std::get_if<std::int64_t>(&r.values[i]);
+    if (!v)
+      return make_error(errc::wrong_type,
+                        std::string{request} + ": object " + std::to_string(i)
+                          + " is not a counter; read it with read_values()");
+    out.push_back(*v);
+  }
   return out;
 }
 
-expected<read_result> static_read_result(expected<response> resp) {
+expected<value_result> static_read_values(expected<response> resp) {
   auto r = expect<static_read_objects_resp>(std::move(resp),
                                             "StaticReadObjects");
   if (!r)
     return r.err();
   if (!r->commit.success)
     return failed("StaticReadObjects", r->commit.error_code);
-  auto values = values_of(r->objects, "StaticReadObjects");
+  if (!r->objects.success)
+    return failed("StaticReadObjects", r->objects.error_code);
+  return value_result{std::move(r->objects.values), std::move(r->commit.commit_time)};
+}
+
+// The counters of a static read (errc::wrong_type for any other value).
+expected<read_result> counters_of(expected<value_result> r) {
+  if (!r)
+    return r.err();
+  auto values = values_of(read_objects_resp{true, std::move(r->values), 0},
+                          "StaticReadObjects");
   if (!values)
     return values.err();
-  return read_result{std::move(*values), std::move(r->commit.commit_time)};
+  return read_result{std::move(*values), std::move(r->clock)};
+}
+
+expected<read_result> static_read_result(expected<response> resp) {
+  return counters_of(static_read_values(std::move(resp)));
 }
 
 expected<std::string> commit_clock(expected<response> resp,
@@ -165,6 +185,16 @@ client::to_ops(const std::vector<counter_inc>& updates) {
   return ops;
 }
 
+void client::assign_op_ids(std::vector<update_op>& ops) {
+  for (auto& u : ops) {
+    if (auto* c = std::get_if<counter_op>(&u.op); c && !c->id)
+      c->id = next_op_id();
+    if (auto* g = std::get_if<crdt_op>(&u.op);
+        g && !g->id && std::holds_alternative<b_counter_update>(g->update))
+      g->id = next_op_id();
+  }
+}
+
 std::vector<expected<response>>
 client::exchange(const std::vector<std::string>& frames,
                  std::size_t already_sent, bool retryable) {
@@ -233,24 +263,34 @@ expected<response> client::call(const request& req, bool retryable) {
 }
 
 expected<std::string> client::update(const std::vector<counter_inc>& updates) {
+  return update_ops(to_ops(updates));
+}
+
+expected<std::string> client::update_ops(std::vector<update_op> ops) {
+  assign_op_ids(ops);
   static_update_objects_req req;
   req.transaction.timestamp = snapshot(std::nullopt);
-  req.updates = to_ops(updates);
+  req.updates = std::move(ops);
   auto clock = commit_clock(call(req, true), "StaticUpdateObjects");
   if (clock)
     absorb(*clock);
   return clock;
 }
 
-expected<read_result> client::read(const std::vector<bound_object>& objects,
-                                   std::optional<std::string> clock) {
+expected<value_result> client::read_values(const std::vector<bound_object>& objects,
+                                           std::optional<std::string> clock) {
   static_read_objects_req req;
   req.transaction.timestamp = snapshot(std::move(clock));
   req.objects = objects;
-  auto result = static_read_result(call(req, true));
+  auto result = static_read_values(call(req, true));
   if (result)
     absorb(result->clock);
   return result;
+}
+
+expected<read_result> client::read(const std::vector<bound_object>& objects,
+                                   std::optional<std::string> clock) {
+  return counters_of(read_values(objects, std::move(clock)));
 }
 
 expected<transaction> client::start(std::optional<std::string> clock) {
@@ -331,27 +371,41 @@ status transaction::check_active(const char* what) const {
 
 expected<std::vector<std::int64_t>>
 transaction::read(const std::vector<bound_object>& objects) {
-  if (auto st = check_active("ReadObjects"); !st)
-    return st.err();
-  auto r = expect<read_objects_resp>(
-    client_->call(read_objects_req{objects, descriptor_}, false),
-    "ReadObjects");
-  if (!r) {
-    active_ = false;
+  auto r = read_values(objects);
+  if (!r)
     return r.err();
-  }
-  auto values = values_of(*r, "ReadObjects");
+  auto values = values_of(read_objects_resp{true, std::move(*r), 0}, "ReadObjects");
   if (!values)
     active_ = false;
   return values;
 }
 
 status transaction::update(const std::vector<counter_inc>& updates) {
+  return update_ops(client_->to_ops(updates));
+}
+
+expected<std::vector<crdt_value>>
+transaction::read_values(const std::vector<bound_object>& objects) {
+  if (auto st = check_active("ReadObjects"); !st)
+    return st.err();
+  auto r = expect<read_objects_resp>(
+    client_->call(read_objects_req{objects, descriptor_}, false),
+    "ReadObjects");
+  if (r && !r->success)
+    r = failed("ReadObjects", r->error_code);
+  if (!r) {
+    active_ = false;
+    return r.err();
+  }
+  return std::move(r->values);
+}
+
+status transaction::update_ops(std::vector<update_op> ops) {
   if (auto st = check_active("UpdateObjects"); !st)
     return st;
+  client_->assign_op_ids(ops);
   auto r = expect<operation_resp>(
-    client_->call(update_objects_req{client_->to_ops(updates), descriptor_},
-                  false),
+    client_->call(update_objects_req{std::move(ops), descriptor_}, false),
     "UpdateObjects");
   if (!r || !r->success)
     active_ = false;
@@ -446,6 +500,116 @@ std::vector<expected<read_result>> pipeline::collect() {
   frames_.clear();
   codes_.clear();
   sent_ = 0;
+  return out;
+}
+
+// ---- operations of every type ---------------------------------------------
+
+update_op set_add_op(object_key key, std::vector<std::string> elements, crdt_type type) {
+  return update_op{bound_object{std::move(key), type},
+                   crdt_op{set_update{set_add{std::move(elements)}}}};
+}
+
+update_op set_remove_op(object_key key, std::vector<std::string> elements,
+                        crdt_type type) {
+  return update_op{bound_object{std::move(key), type},
+                   crdt_op{set_update{set_remove{std::move(elements)}}}};
+}
+
+update_op register_assign_op(object_key key, std::string value, crdt_type type) {
+  return update_op{bound_object{std::move(key), type},
+                   crdt_op{register_update{register_assign{std::move(value), std::nullopt}}}};
+}
+
+update_op flag_op(object_key key, bool enable, crdt_type type) {
+  return update_op{bound_object{std::move(key), type},
+                   crdt_op{enable ? flag_update::enable : flag_update::disable}};
+}
+
+update_op b_counter_op(object_key key, std::int64_t delta) {
+  b_counter_update u = b_counter_increment{static_cast<std::uint64_t>(delta), 0};
+  if (delta < 0)
+    u = b_counter_decrement{static_cast<std::uint64_t>(-(delta + 1)) + 1, 0};
+  return update_op{bound_object{std::move(key), crdt_type::bcounter}, crdt_op{u}};
+}
+
+update_op reset_op(object_key key, crdt_type type) {
+  crdt_update u = flag_update::reset;
+  switch (type) {
+    case crdt_type::orset: case crdt_type::rwset: case crdt_type::gset:
+      u = set_update{set_reset{}};
+      break;
+    case crdt_type::lwwreg: case crdt_type::mvreg:
+      u = register_update{register_reset{}};
+      break;
+    case crdt_type::gmap: case crdt_type::rrmap:
+      u = map_update{{}, {}, true};
+      break;
+    default:
+      break; // flags; other types refuse a reset at the node
+  }
+  return update_op{bound_object{std::move(key), type}, crdt_op{std::move(u)}};
+}
+
+update_op map_op(object_key key, const std::vector<update_op>& updates,
+                 const std::vector<map_key>& removes, crdt_type type) {
+  map_update m;
+  for (const auto& u : updates) {
+    crdt_update nested = counter_update{1};
+    if (const auto* c = std::get_if<counter_op>(&u.op))
+      nested = c->update;
+    else if (const auto* g = std::get_if<crdt_op>(&u.op))
+      nested = g->update;
+    m.updates.push_back(keyed_update{map_key{u.object.key.key, u.object.type}, std::move(nested)});
+  }
+  m.removes = removes;
+  return update_op{bound_object{std::move(key), type}, crdt_op{std::move(m)}};
+}
+
+namespace {
+
+void format_into(std::string& out, const crdt_value& value, crdt_type type) {
+  std::visit(
+    [&](const auto& v) {
+      using T = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<T, std::int64_t>) {
+        out += std::to_string(v);
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out += v ? "true" : "false";
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        out += '"';
+        out += v;
+        out += '"';
+      } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        out += type == crdt_type::mvreg ? '[' : '{';
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          if (i)
+            out += ", ";
+          out += v[i];
+        }
+        out += type == crdt_type::mvreg ? ']' : '}';
+      } else {
+        out += '{';
+        for (std::size_t i = 0; i < v.entries.size(); ++i) {
+          if (i)
+            out += ", ";
+          out += v.entries[i].key.key;
+          out += ':';
+          out += to_string(v.entries[i].key.type);
+          out += '=';
+          format_into(out, v.entries[i].value, v.entries[i].key.type);
+        }
+        out += '}';
+      }
+    },
+    value);
+}
+
+} // namespace
+
+std::string format_value(const crdt_value& value, crdt_type type) {
+  std::string out;
+  format_into(out, value, type);
   return out;
 }
 

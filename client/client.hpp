@@ -97,6 +97,45 @@ struct read_result {
   std::string clock;
 };
 
+/// Values of any type read at one snapshot, in the order asked for
+/// (int64 for counters, bool for flags, string for an lwwreg, sorted
+/// strings for sets and an mvreg, map_value for maps), and the snapshot's
+/// clock bytes.
+struct value_result {
+  std::vector<crdt_value> values;
+  std::string clock;
+};
+
+// ---- operations of every type (docs/CLIENT.md, "Every type") -------------
+
+/// Adds `elements` to the set `key` (orset or rwset).
+update_op set_add_op(object_key key, std::vector<std::string> elements,
+                     crdt_type type = crdt_type::orset);
+/// Removes `elements` from the set `key`.
+update_op set_remove_op(object_key key, std::vector<std::string> elements,
+                        crdt_type type = crdt_type::orset);
+/// Assigns `value` to the register `key` (lwwreg or mvreg).
+update_op register_assign_op(object_key key, std::string value,
+                             crdt_type type = crdt_type::lwwreg);
+/// Enables (true) or disables (false) the flag `key` (flag_ew or flag_dw).
+update_op flag_op(object_key key, bool enable, crdt_type type = crdt_type::flag_ew);
+/// Increments (delta >= 0) or decrements the bounded counter `key`; a
+/// decrement beyond the node's rights fails with errc::no_permissions.
+update_op b_counter_op(object_key key, std::int64_t delta);
+/// Resets `key`: empties a set, a register, a flag or an rrmap.
+update_op reset_op(object_key key, crdt_type type);
+/// Updates the entries of the map `key` (gmap or rrmap): each nested update
+/// is an update_op whose object key names the entry (its bucket unused) and
+/// type; `removes` (rrmap only) are entry keys and types.
+update_op map_op(object_key key, const std::vector<update_op>& updates,
+                 const std::vector<map_key>& removes = {},
+                 crdt_type type = crdt_type::rrmap);
+
+/// A readable rendering of a value: 5, true, "text", {a, b} for a set,
+/// [a, b] for a multi-value register, {key:type=value, ...} for a map.
+/// Register and element bytes are printed as they are.
+std::string format_value(const crdt_value& value, crdt_type type);
+
 class client;
 
 /// An interactive transaction (start, read/update..., commit or abort).
@@ -119,6 +158,12 @@ public:
 
   /// Buffers updates in the transaction; each gets its op id now.
   status update(const std::vector<counter_inc>& updates);
+
+  /// Values of any type (read() refuses non-counter values).
+  expected<std::vector<crdt_value>> read_values(const std::vector<bound_object>& objects);
+  /// Updates of any type (the *_op helpers); a counter_op without an op id
+  /// gets the next one.
+  status update_ops(std::vector<update_op> ops);
 
   /// Commits; the commit clock bytes. The transaction is over either way.
   expected<std::string> commit();
@@ -194,6 +239,17 @@ public:
   expected<read_result> read(const std::vector<bound_object>& objects,
                              std::optional<std::string> clock = std::nullopt);
 
+  /// A static update of any types (the *_op helpers above); a counter_op
+  /// or bcounter operation without an op id gets the next one. Retried like
+  /// update(): resends of counter and bcounter updates are recognised by op
+  /// id, and a resent set, register or flag operation reads as once (an add
+  /// or assign repeated), not deduplicated.
+  expected<std::string> update_ops(std::vector<update_op> ops);
+  /// A static read of objects of any type (read() refuses non-counter
+  /// values with errc::wrong_type). Retried.
+  expected<value_result> read_values(const std::vector<bound_object>& objects,
+                                     std::optional<std::string> clock = std::nullopt);
+
   /// Starts an interactive transaction (snapshot as for read()).
   expected<transaction> start(std::optional<std::string> clock = std::nullopt);
 
@@ -252,6 +308,8 @@ private:
   void absorb(const std::string& clock);
 
   std::vector<update_op> to_ops(const std::vector<counter_inc>& updates);
+  /// Gives every counter_op and bcounter crdt_op without an op id the next one.
+  void assign_op_ids(std::vector<update_op>& ops);
 
   /// Sends frames[already_sent..] (frames before were written on the
   /// current connection), then reads one reply per frame. With `retryable`,

@@ -21,7 +21,15 @@ std::string_view to_string(crdt_type type) noexcept {
 }
 
 bool is_supported(crdt_type type) noexcept {
-  return type == crdt_type::counter || type == crdt_type::fatcounter;
+  switch (type) {
+    case crdt_type::counter: case crdt_type::fatcounter: case crdt_type::orset:
+    case crdt_type::rwset: case crdt_type::lwwreg: case crdt_type::mvreg:
+    case crdt_type::flag_ew: case crdt_type::flag_dw: case crdt_type::gmap:
+    case crdt_type::rrmap: case crdt_type::bcounter:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool crdt_type_from_wire(std::uint32_t wire, crdt_type& out) noexcept {

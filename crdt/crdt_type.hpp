@@ -31,7 +31,8 @@ enum class crdt_type : std::uint8_t {
 /// unknown values return "unknown".
 std::string_view to_string(crdt_type type) noexcept;
 
-/// True for the types Tally can store today (COUNTER and FATCOUNTER).
+/// True for the types a client can use: every AntidoteDB type, not gset
+/// (no AntidoteDB number).
 bool is_supported(crdt_type type) noexcept;
 
 /// Maps a wire number onto a crdt_type; false for numbers that are not an

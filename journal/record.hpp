@@ -123,6 +123,66 @@ void crdt_type_as_wire(Archive& ar, crdt_type& t, const char* where) {
   }
 }
 
+namespace detail {
+
+// A variant `v` whose alternative `Counter` keeps Cereal's std::variant
+// layout (an int32 index 0, then the counter), every other alternative as
+// index 1 and its versioned bytes (`encode`, `decode`) as a Cereal string.
+template <class Counter, class Archive, class V, class Encode, class Decode>
+void counter_or_bytes(Archive& ar, V& v, const char* what, const char* where,
+                      Encode encode, Decode decode) {
+  std::int32_t index = std::holds_alternative<Counter>(v) ? 0 : 1;
+  ar(index);
+  if constexpr (Archive::is_loading::value) {
+    if (index == 0) {
+      Counter c{};
+      ar(c);
+      v = c;
+    } else if (index == 1) {
+      std::string bytes;
+      ar(bytes);
+      auto d = decode(bytes);
+      if (!d || std::holds_alternative<Counter>(*d))
+        throw cereal::Exception(std::string{"bad "} + what + " in " + where + ": "
+                                + (d ? "a counter in the byte form" : d.err().message()));
+      v = std::move(*d);
+    } else {
+      throw cereal::Exception("unknown " + std::string{what} + " index "
+                              + std::to_string(index) + " in " + where);
+    }
+  } else if (index == 0) {
+    ar(std::get<Counter>(v));
+  } else {
+    std::string bytes = encode(v);
+    ar(bytes);
+  }
+}
+
+} // namespace detail
+
+// A crdt_effect in a Cereal archive. Counter effects keep the layout they
+// always had, Cereal's std::variant<counter_effect> (an int32 index 0, then
+// the int64 delta), so counter records and messages are byte for byte what
+// they were; every other effect is index 1 followed by its format-2 bytes
+// (encode_effect) as a Cereal string. Shared by journal records and
+// node-to-node messages (actors/wire.cpp); docs/FORMAT.md.
+template <class Archive>
+void effect_as_wire(Archive& ar, crdt_effect& e, const char* where) {
+  detail::counter_or_bytes<counter_effect>(
+    ar, e, "CRDT effect", where, [](const crdt_effect& x) { return encode_effect(x); },
+    [](std::string_view b) { return decode_effect(b); });
+}
+
+// A crdt_value in a Cereal archive, likewise: an int64 as Cereal's
+// std::variant<std::int64_t> (index 0, the value), any other value as index 1
+// and its encode_value bytes.
+template <class Archive>
+void value_as_wire(Archive& ar, crdt_value& v, const char* where) {
+  detail::counter_or_bytes<std::int64_t>(
+    ar, v, "CRDT value", where, [](const crdt_value& x) { return encode_value(x); },
+    [](std::string_view b) { return decode_value(b); });
+}
+
 // cereal's std::optional layout (a bool "nullopt", then the value), with
 // the flag read as a byte and checked: cereal loads it straight into a bool,
 // and a stored byte other than 0 or 1 is then undefined behaviour (found by
@@ -151,7 +211,7 @@ void serialize(Archive& ar, update_record& r, std::uint32_t const version) {
   detail::check_record_version(version, "update");
   ar(r.tx, r.key);
   crdt_type_as_wire(ar, r.type, "an update record");
-  ar(r.effect);
+  effect_as_wire(ar, r.effect, "an update record");
   optional_as_wire(ar, r.op, "an update record");
 }
 

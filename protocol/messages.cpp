@@ -100,15 +100,8 @@ std::string object_name(const bound_object& obj) {
   return out;
 }
 
-expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
-  if (!msg.has_boundobject())
-    return missing("UpdateOp", "boundobject");
-  if (!msg.has_operation())
-    return missing("UpdateOp", "operation");
-  auto object = decode_bound_object(msg.boundobject());
-  if (!object)
-    return object.err();
-  const auto& op = msg.operation();
+// Which field of an ApbUpdateOperation is set; an error unless exactly one.
+expected<op_kind> operation_kind(const pb::ApbUpdateOperation& op) {
   std::optional<op_kind> kind;
   int count = 0;
   auto note = [&](bool present, op_kind k) {
@@ -130,10 +123,149 @@ expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
     return make_error(errc::invalid_argument,
                       "ApbUpdateOperation carries " + std::to_string(count)
                         + " operations; exactly one is allowed");
+  return *kind;
+}
+
+error not_an_operation_of(op_kind kind, crdt_type type, const std::string& where) {
+  return make_error(errc::wrong_type, "a " + std::string{to_string(kind)}
+                                        + " operation does not apply to "
+                                        + std::string{to_string(type)} + " object "
+                                        + where);
+}
+
+bool is_set_type(crdt_type t) {
+  return t == crdt_type::orset || t == crdt_type::rwset;
+}
+bool is_register_type(crdt_type t) {
+  return t == crdt_type::lwwreg || t == crdt_type::mvreg;
+}
+bool is_flag_type(crdt_type t) {
+  return t == crdt_type::flag_ew || t == crdt_type::flag_dw;
+}
+bool is_map_type(crdt_type t) {
+  return t == crdt_type::gmap || t == crdt_type::rrmap;
+}
+bool is_counter_type(crdt_type t) {
+  return t == crdt_type::counter || t == crdt_type::fatcounter;
+}
+
+// AntidoteDB's operation of `type` that `op` encodes (antidote_pb_codec:
+// decode_update_operation): counterop -> {increment, N}; setop ADD ->
+// {add_all, Adds}, REMOVE -> {remove_all, Rems}; regop -> {assign, V};
+// flagop -> enable/disable; resetop -> {reset, {}}; mapop -> {batch,
+// {Updates, Removes}} with nested operations by the nested key's type.
+expected<crdt_update> decode_operation(crdt_type type, const pb::ApbUpdateOperation& op,
+                                       const std::string& where, int depth) {
+  if (depth > byte_reader::max_depth)
+    return make_error(errc::invalid_argument,
+                      "maps nested deeper than " + std::to_string(byte_reader::max_depth)
+                        + " levels in " + where);
+  auto kind = operation_kind(op);
+  if (!kind)
+    return kind.err();
+  switch (*kind) {
+    case op_kind::counter: {
+      const std::int64_t inc = op.counterop().has_inc() ? op.counterop().inc() : 1;
+      if (type == crdt_type::bcounter) {
+        // AntidoteDB's {increment, N} and {decrement, N} of counter_b; the
+        // node fills in the replica (its data centre).
+        if (depth > 1)
+          return make_error(errc::wrong_type, "Tally does not serve bcounter entries in maps ("
+                                                + where + ")");
+        if (inc >= 0)
+          return crdt_update{b_counter_update{
+            b_counter_increment{static_cast<std::uint64_t>(inc), 0}}};
+        return crdt_update{b_counter_update{b_counter_decrement{
+          static_cast<std::uint64_t>(-(inc + 1)) + 1, 0}}};
+      }
+      if (!is_counter_type(type))
+        break;
+      return crdt_update{counter_update{inc}};
+    }
+    case op_kind::set: {
+      if (!is_set_type(type))
+        break;
+      const auto& s = op.setop();
+      if (!s.has_optype())
+        return missing("SetUpdate", "optype");
+      if (s.optype() == pb::ApbSetUpdate::ADD)
+        return crdt_update{set_update{set_add{{s.adds().begin(), s.adds().end()}}}};
+      return crdt_update{set_update{set_remove{{s.rems().begin(), s.rems().end()}}}};
+    }
+    case op_kind::reg:
+      if (!is_register_type(type))
+        break;
+      if (!op.regop().has_value())
+        return missing("RegUpdate", "value");
+      return crdt_update{register_update{register_assign{op.regop().value(), std::nullopt}}};
+    case op_kind::flag:
+      if (!is_flag_type(type))
+        break;
+      if (!op.flagop().has_value())
+        return missing("FlagUpdate", "value");
+      return crdt_update{op.flagop().value() ? flag_update::enable : flag_update::disable};
+    case op_kind::reset:
+      if (is_set_type(type))
+        return crdt_update{set_update{set_reset{}}};
+      if (is_register_type(type))
+        return crdt_update{register_update{register_reset{}}};
+      if (is_flag_type(type))
+        return crdt_update{flag_update::reset};
+      if (type == crdt_type::rrmap)
+        return crdt_update{map_update{{}, {}, true}};
+      break;
+    case op_kind::map: {
+      if (!is_map_type(type))
+        break;
+      map_update out;
+      for (const auto& nested : op.mapop().updates()) {
+        if (!nested.has_key() || !nested.key().has_key() || !nested.key().has_type())
+          return missing("MapNestedUpdate", "key");
+        if (!nested.has_update())
+          return missing("MapNestedUpdate", "update");
+        crdt_type t;
+        if (!crdt_type_from_wire(static_cast<std::uint32_t>(nested.key().type()), t))
+          return make_error(errc::invalid_argument, "unknown CRDT type "
+                                                      + std::to_string(nested.key().type()));
+        if (!is_supported(t))
+          return make_error(errc::wrong_type, "Tally does not serve " + std::string{to_string(t)}
+                                                + " entries in maps (" + where + ")");
+        auto inner = decode_operation(t, nested.update(), where, depth + 1);
+        if (!inner)
+          return inner.err();
+        out.updates.push_back(keyed_update{map_key{nested.key().key(), t}, std::move(*inner)});
+      }
+      for (const auto& k : op.mapop().removedkeys()) {
+        if (!k.has_key() || !k.has_type())
+          return missing("MapKey", "key");
+        crdt_type t;
+        if (!crdt_type_from_wire(static_cast<std::uint32_t>(k.type()), t))
+          return make_error(errc::invalid_argument,
+                            "unknown CRDT type " + std::to_string(k.type()));
+        out.removes.push_back(map_key{k.key(), t});
+      }
+      return crdt_update{std::move(out)};
+    }
+  }
+  return not_an_operation_of(*kind, type, where);
+}
+
+expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
+  if (!msg.has_boundobject())
+    return missing("UpdateOp", "boundobject");
+  if (!msg.has_operation())
+    return missing("UpdateOp", "operation");
+  auto object = decode_bound_object(msg.boundobject());
+  if (!object)
+    return object.err();
+  const auto& op = msg.operation();
+  auto kind = operation_kind(op);
+  if (!kind)
+    return kind.err();
   update_op out{std::move(*object), unsupported_op{*kind}};
   if (!out.object.supported())
     return out;
-  if (*kind == op_kind::counter) {
+  if (*kind == op_kind::counter && is_counter_type(out.object.type)) {
     auto counter = decode_counter_op(op.counterop());
     if (!counter)
       return counter.err();
@@ -144,11 +276,18 @@ expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
   // its PN counter has none.
   if (*kind == op_kind::reset && out.object.type == crdt_type::fatcounter)
     return out;
-  return make_error(errc::wrong_type,
-                    "a " + std::string{to_string(*kind)}
-                      + " operation does not apply to "
-                      + std::string{to_string(out.object.type)} + " object "
-                      + object_name(out.object));
+  auto update = decode_operation(out.object.type, op, object_name(out.object), 1);
+  if (!update)
+    return update.err();
+  crdt_op typed{std::move(*update)};
+  if (*kind == op_kind::counter) { // a bcounter's: its op id too
+    auto counter = decode_counter_op(op.counterop());
+    if (!counter)
+      return counter.err();
+    typed.id = counter->id;
+  }
+  out.op = std::move(typed);
+  return out;
 }
 
 expected<std::vector<bound_object>>
@@ -356,6 +495,76 @@ void fill(pb::ApbUpdateOperation& out, const counter_op& in) {
   }
 }
 
+void fill_operation(pb::ApbUpdateOperation& out, const crdt_update& in) {
+  std::visit(
+    [&out](const auto& u) {
+      using T = std::decay_t<decltype(u)>;
+      if constexpr (std::is_same_v<T, counter_update>) {
+        out.mutable_counterop()->set_inc(u.delta);
+      } else if constexpr (std::is_same_v<T, set_update>) {
+        if (const auto* add = std::get_if<set_add>(&u)) {
+          auto* op = out.mutable_setop();
+          op->set_optype(pb::ApbSetUpdate::ADD);
+          for (const auto& e : add->elements)
+            op->add_adds(e);
+        } else if (const auto* rm = std::get_if<set_remove>(&u)) {
+          auto* op = out.mutable_setop();
+          op->set_optype(pb::ApbSetUpdate::REMOVE);
+          for (const auto& e : rm->elements)
+            op->add_rems(e);
+        } else {
+          out.mutable_resetop();
+        }
+      } else if constexpr (std::is_same_v<T, register_update>) {
+        if (const auto* a = std::get_if<register_assign>(&u))
+          out.mutable_regop()->set_value(a->value);
+        else
+          out.mutable_resetop();
+      } else if constexpr (std::is_same_v<T, flag_update>) {
+        if (u == flag_update::reset)
+          out.mutable_resetop();
+        else
+          out.mutable_flagop()->set_value(u == flag_update::enable);
+      } else if constexpr (std::is_same_v<T, map_update>) {
+        if (u.reset) {
+          out.mutable_resetop();
+          return;
+        }
+        auto* op = out.mutable_mapop();
+        for (const auto& k : u.updates) {
+          auto* nested = op->add_updates();
+          nested->mutable_key()->set_key(k.key.key);
+          nested->mutable_key()->set_type(static_cast<pb::CRDT_type>(k.key.type));
+          fill_operation(*nested->mutable_update(), k.update);
+        }
+        for (const auto& k : u.removes) {
+          auto* key = op->add_removedkeys();
+          key->set_key(k.key);
+          key->set_type(static_cast<pb::CRDT_type>(k.type));
+        }
+      } else {
+        // b_counter_update: an increment or decrement as a signed inc (a
+        // transfer has no AntidoteDB encoding: sent as an increment of 0).
+        std::int64_t inc = 0;
+        if (const auto* i = std::get_if<b_counter_increment>(&u))
+          inc = static_cast<std::int64_t>(i->amount);
+        else if (const auto* d = std::get_if<b_counter_decrement>(&u))
+          inc = -static_cast<std::int64_t>(d->amount);
+        out.mutable_counterop()->set_inc(inc);
+      }
+    },
+    in);
+}
+
+void fill(pb::ApbUpdateOperation& out, const crdt_op& in) {
+  fill_operation(out, in.update);
+  if (in.id && out.has_counterop()) {
+    auto* id = out.mutable_counterop()->mutable_tally_op_id();
+    id->set_client(in.id->client);
+    id->set_seq(in.id->seq);
+  }
+}
+
 void fill(pb::ApbUpdateOp& out, const update_op& in) {
   fill(*out.mutable_boundobject(), in.object);
   std::visit([&](const auto& op) { fill(*out.mutable_operation(), op); },
@@ -383,17 +592,58 @@ frame make_frame(msg_code code, Fill fill_msg) {
   return frame{static_cast<std::uint8_t>(code), serialize(msg)};
 }
 
-void fill(pb::ApbReadObjectsResp& out, const read_objects_resp& in) {
-  out.set_success(in.success);
-  for (const auto& value : in.values) {
-    auto* counter = out.add_objects()->mutable_counter();
-    std::visit(
-      [&](std::int64_t v) {
+// The type a value travels as when the response does not say.
+crdt_type default_type(const crdt_value& v) {
+  switch (v.index()) {
+    case 0: return crdt_type::counter;
+    case 1: return crdt_type::flag_ew;
+    case 2: return crdt_type::lwwreg;
+    case 3: return crdt_type::orset;
+    default: return crdt_type::rrmap;
+  }
+}
+
+void fill_value(pb::ApbReadObjectResp& out, crdt_type type, const crdt_value& value) {
+  std::visit(
+    [&](const auto& v) {
+      using T = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<T, std::int64_t>) {
+        auto* counter = out.mutable_counter();
         counter->set_value(clamp_counter_value(v));
         counter->set_tally_value(v);
-      },
-      value);
-  }
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out.mutable_flag()->set_value(v);
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        out.mutable_reg()->set_value(v);
+      } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        if (type == crdt_type::mvreg) {
+          auto* reg = out.mutable_mvreg();
+          for (const auto& x : v)
+            reg->add_values(x);
+        } else {
+          auto* set = out.mutable_set();
+          for (const auto& x : v)
+            set->add_value(x);
+        }
+      } else {
+        auto* map = out.mutable_map();
+        for (const auto& e : v.entries) {
+          auto* entry = map->add_entries();
+          entry->mutable_key()->set_key(e.key.key);
+          entry->mutable_key()->set_type(static_cast<pb::CRDT_type>(e.key.type));
+          fill_value(*entry->mutable_value(), e.key.type, e.value);
+        }
+      }
+    },
+    value);
+}
+
+void fill(pb::ApbReadObjectsResp& out, const read_objects_resp& in) {
+  out.set_success(in.success);
+  for (std::size_t i = 0; i < in.values.size(); ++i)
+    fill_value(*out.add_objects(),
+               i < in.types.size() ? in.types[i] : default_type(in.values[i]),
+               in.values[i]);
   if (!in.success)
     out.set_errorcode(in.error_code);
 }
@@ -408,18 +658,61 @@ void fill(pb::ApbCommitResp& out, const commit_resp& in) {
 
 // ---- response decoders -------------------------------------------------------
 
-std::string_view value_kind(const pb::ApbReadObjectResp& msg) {
-  if (msg.has_set())
-    return "set";
-  if (msg.has_reg())
-    return "register";
-  if (msg.has_mvreg())
-    return "multi-value register";
-  if (msg.has_map())
-    return "map";
-  if (msg.has_flag())
-    return "flag";
-  return {};
+struct typed_value {
+  crdt_type type;
+  crdt_value value;
+};
+
+expected<typed_value> decode_value(const pb::ApbReadObjectResp& obj,
+                                   const std::string& context, int depth) {
+  if (obj.has_counter()) {
+    const auto& counter = obj.counter();
+    if (counter.has_tally_value())
+      return typed_value{crdt_type::counter, std::int64_t{counter.tally_value()}};
+    if (counter.has_value())
+      return typed_value{crdt_type::counter, std::int64_t{counter.value()}};
+    return with_context(context, missing("GetCounterResp", "value"));
+  }
+  if (obj.has_set())
+    return typed_value{crdt_type::orset,
+                       std::vector<std::string>{obj.set().value().begin(),
+                                                obj.set().value().end()}};
+  if (obj.has_reg()) {
+    if (!obj.reg().has_value())
+      return with_context(context, missing("GetRegResp", "value"));
+    return typed_value{crdt_type::lwwreg, obj.reg().value()};
+  }
+  if (obj.has_mvreg())
+    return typed_value{crdt_type::mvreg,
+                       std::vector<std::string>{obj.mvreg().values().begin(),
+                                                obj.mvreg().values().end()}};
+  if (obj.has_flag()) {
+    if (!obj.flag().has_value())
+      return with_context(context, missing("GetFlagResp", "value"));
+    return typed_value{crdt_type::flag_ew, obj.flag().value()};
+  }
+  if (obj.has_map()) {
+    if (depth > byte_reader::max_depth)
+      return make_error(errc::corrupt, context + ": maps nested deeper than "
+                                         + std::to_string(byte_reader::max_depth));
+    map_value m;
+    for (const auto& e : obj.map().entries()) {
+      if (!e.has_key() || !e.key().has_key() || !e.key().has_type())
+        return with_context(context, missing("MapEntry", "key"));
+      if (!e.has_value())
+        return with_context(context, missing("MapEntry", "value"));
+      crdt_type t;
+      if (!crdt_type_from_wire(static_cast<std::uint32_t>(e.key().type()), t))
+        return make_error(errc::corrupt, context + ": unknown CRDT type "
+                                           + std::to_string(e.key().type()));
+      auto inner = decode_value(e.value(), context, depth + 1);
+      if (!inner)
+        return inner.err();
+      m.entries.push_back(map_entry_value{map_key{e.key().key(), t}, std::move(inner->value)});
+    }
+    return typed_value{crdt_type::rrmap, std::move(m)};
+  }
+  return make_error(errc::corrupt, context + ": ApbReadObjectResp carries no value");
 }
 
 expected<read_objects_resp> decode_read_objects_resp(
@@ -431,23 +724,11 @@ expected<read_objects_resp> decode_read_objects_resp(
   out.error_code = msg.has_errorcode() ? msg.errorcode() : 0;
   out.values.reserve(static_cast<std::size_t>(msg.objects_size()));
   for (int i = 0; i < msg.objects_size(); ++i) {
-    const auto& obj = msg.objects(i);
-    auto context = std::string{name} + ": object " + std::to_string(i);
-    if (!obj.has_counter()) {
-      auto kind = value_kind(obj);
-      if (kind.empty())
-        return make_error(errc::corrupt,
-                          context + ": ApbReadObjectResp carries no value");
-      return make_error(errc::wrong_type, context + ": a " + std::string{kind}
-                                            + " value, not a counter");
-    }
-    const auto& counter = obj.counter();
-    if (counter.has_tally_value())
-      out.values.emplace_back(std::int64_t{counter.tally_value()});
-    else if (counter.has_value())
-      out.values.emplace_back(std::int64_t{counter.value()});
-    else
-      return with_context(context, missing("GetCounterResp", "value"));
+    auto v = decode_value(msg.objects(i), std::string{name} + ": object " + std::to_string(i), 1);
+    if (!v)
+      return v.err();
+    out.values.push_back(std::move(v->value));
+    out.types.push_back(v->type);
   }
   return out;
 }
@@ -483,9 +764,79 @@ status check_supported(const bound_object& object) {
   if (object.supported())
     return {};
   return make_error(errc::wrong_type,
-                    "Tally stores counter and fatcounter objects only; "
+                    "Tally does not serve " + std::string{to_string(object.type)}
+                      + " objects; "
                       + object_name(object) + " was sent as a "
                       + std::string{to_string(object.type)});
+}
+
+namespace {
+
+bool same_update(const crdt_update& a, const crdt_update& b);
+
+bool same_map_update(const map_update& a, const map_update& b) {
+  if (a.reset != b.reset || a.removes != b.removes || a.updates.size() != b.updates.size())
+    return false;
+  for (std::size_t i = 0; i < a.updates.size(); ++i)
+    if (a.updates[i].key != b.updates[i].key
+        || !same_update(a.updates[i].update, b.updates[i].update))
+      return false;
+  return true;
+}
+
+bool same_update(const crdt_update& a, const crdt_update& b) {
+  if (a.index() != b.index())
+    return false;
+  return std::visit(
+    [&b](const auto& x) {
+      using T = std::decay_t<decltype(x)>;
+      const auto& y = std::get<T>(b);
+      if constexpr (std::is_same_v<T, counter_update>) {
+        return x.delta == y.delta;
+      } else if constexpr (std::is_same_v<T, flag_update>) {
+        return x == y;
+      } else if constexpr (std::is_same_v<T, set_update>) {
+        if (x.index() != y.index())
+          return false;
+        if (const auto* add = std::get_if<set_add>(&x))
+          return add->elements == std::get<set_add>(y).elements;
+        if (const auto* rm = std::get_if<set_remove>(&x))
+          return rm->elements == std::get<set_remove>(y).elements;
+        return true;
+      } else if constexpr (std::is_same_v<T, register_update>) {
+        if (x.index() != y.index())
+          return false;
+        if (const auto* as = std::get_if<register_assign>(&x))
+          return as->value == std::get<register_assign>(y).value
+                 && as->timestamp == std::get<register_assign>(y).timestamp;
+        return true;
+      } else if constexpr (std::is_same_v<T, map_update>) {
+        return same_map_update(x, y);
+      } else {
+        if (x.index() != y.index())
+          return false;
+        if (const auto* i = std::get_if<b_counter_increment>(&x))
+          return i->amount == std::get<b_counter_increment>(y).amount;
+        if (const auto* d = std::get_if<b_counter_decrement>(&x))
+          return d->amount == std::get<b_counter_decrement>(y).amount;
+        return false; // transfers: never decoded
+      }
+    },
+    a);
+}
+
+} // namespace
+
+bool operator==(const crdt_op& a, const crdt_op& b) {
+  return a.id == b.id && same_update(a.update, b.update);
+}
+
+std::vector<crdt_type> types_of(const std::vector<bound_object>& objects) {
+  std::vector<crdt_type> out;
+  out.reserve(objects.size());
+  for (const auto& o : objects)
+    out.push_back(o.type);
+  return out;
 }
 
 status check_supported(const update_op& update) {
@@ -634,6 +985,7 @@ wire_error to_wire_error(errc code) noexcept {
     case errc::aborted:
     case errc::gave_way: return wire_error::aborted;
     case errc::timeout: return wire_error::timeout;
+    case errc::no_permissions: return wire_error::no_permissions;
     default: return wire_error::unknown;
   }
 }
@@ -642,6 +994,7 @@ errc errc_from_wire_error(std::uint32_t code) noexcept {
   switch (code) {
     case static_cast<std::uint32_t>(wire_error::timeout): return errc::timeout;
     case static_cast<std::uint32_t>(wire_error::aborted): return errc::aborted;
+    case static_cast<std::uint32_t>(wire_error::no_permissions): return errc::no_permissions;
     default: return errc::unavailable;
   }
 }

@@ -82,11 +82,25 @@ struct unsupported_op {
   }
 };
 
-/// ApbUpdateOp: one operation on one object. For a supported type `op` is a
-/// counter_op; for the others it is an unsupported_op.
+/// A set, register, flag, map or reset operation (ApbSetUpdate, ApbRegUpdate,
+/// ApbFlagUpdate, ApbMapUpdate, ApbCrdtReset) as the CRDT layer takes it:
+/// docs/PROTOCOL.md, "Operations of every type".
+struct crdt_op {
+  crdt_update update;
+  /// Tally extension, bcounter only (ApbCounterUpdate field 100): its
+  /// increments and decrements add, so a resend is recognised by op id.
+  std::optional<op_id> id = std::nullopt;
+
+  friend bool operator==(const crdt_op& a, const crdt_op& b);
+};
+
+/// ApbUpdateOp: one operation on one object. A counter update on a counter
+/// or fatcounter is a counter_op (it may carry an op id); any other
+/// operation on a served type is a crdt_op; the rest (bcounter, a fat
+/// counter's reset) is an unsupported_op.
 struct update_op {
   bound_object object;
-  std::variant<counter_op, unsupported_op> op;
+  std::variant<counter_op, unsupported_op, crdt_op> op;
 
   friend bool operator==(const update_op& a, const update_op& b) {
     return a.object == b.object && a.op == b.op;
@@ -249,12 +263,13 @@ enum class wire_error : std::uint32_t {
   aborted = 3,
 };
 
-/// errc::aborted -> aborted, errc::timeout -> timeout, anything else ->
-/// unknown (Tally has no permissions, so it never sends no_permissions).
+/// errc::aborted -> aborted, errc::timeout -> timeout, errc::no_permissions
+/// (a bounded counter's rights) -> no_permissions, anything else -> unknown.
 wire_error to_wire_error(errc code) noexcept;
 
-/// The reverse, for clients: 1 -> timeout, 3 -> aborted, anything else
-/// (unknown, no_permissions, numbers from newer servers) -> unavailable.
+/// The reverse, for clients: 1 -> timeout, 2 -> no_permissions, 3 ->
+/// aborted, anything else (unknown, numbers from newer servers) ->
+/// unavailable.
 errc errc_from_wire_error(std::uint32_t code) noexcept;
 
 /// 0 ApbErrorResp. Encoded as errmsg = err.message(), errcode =
@@ -302,11 +317,18 @@ struct start_transaction_resp {
 
 /// 126 ApbReadObjectsResp: one value per object asked for, in order. A
 /// counter value is sent twice: in AntidoteDB's 32-bit field, clamped to
-/// [INT32_MIN, INT32_MAX], and exact in the extension field 100.
+/// [INT32_MIN, INT32_MAX], and exact in the extension field 100. Every other
+/// value travels in the field of its type: set, reg, mvreg, flag, map.
 struct read_objects_resp {
   bool success = true;
   std::vector<crdt_value> values;
   std::uint32_t error_code = 0;
+  /// The type of each value, which picks its field: needed only to tell a
+  /// multi-value register from a set (both read as a list); a missing entry
+  /// is inferred from the value (a list goes as a set). Decoded: the type
+  /// the field names (counter, orset, lwwreg, mvreg, flag_ew, rrmap).
+  /// Not compared by ==.
+  std::vector<crdt_type> types = {};
 
   static read_objects_resp failure(errc code) {
     return {false, {}, static_cast<std::uint32_t>(to_wire_error(code))};
@@ -317,6 +339,9 @@ struct read_objects_resp {
            && a.error_code == b.error_code;
   }
 };
+
+/// The types of `objects`, in order: read_objects_resp::types of a read.
+std::vector<crdt_type> types_of(const std::vector<bound_object>& objects);
 
 /// 127 ApbCommitResp (answers CommitTransaction and StaticUpdateObjects).
 /// The commit time is sent only when success.
@@ -378,8 +403,8 @@ frame encode_response(const response& resp);
 /// Decodes one response frame (client side). Errors: errc::unavailable for a
 /// code that is not one of the seven responses; errc::corrupt for bytes that
 /// are not protobuf or lack a required field (including an
-/// ApbReadObjectResp with no value); errc::wrong_type for a value that is
-/// not a counter (a set, register, map or flag from an AntidoteDB server).
+/// ApbReadObjectResp with no value, or a map nested deeper than
+/// byte_reader::max_depth).
 expected<response> decode_response(std::uint8_t code, std::string_view body);
 
 /// The 32-bit value AntidoteDB's GetCounterResp.value carries for `value`:

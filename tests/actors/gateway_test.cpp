@@ -140,9 +140,10 @@ BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) 
   d.owner_incarnation = 7; // an earlier incarnation
   auto r = ask_gateway(commit_transaction_req{encode_tx_descriptor(d)});
   BOOST_TEST(std::holds_alternative<error_resp>(r));
-  static_read_objects_req rd;
-  rd.objects = {bound_object{object_key{"b", "s"}, crdt_type::orset}};
-  BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(rd)));
+  static_update_objects_req reset_fat; // AntidoteDB has it, Tally not yet
+  reset_fat.updates = {update_op{bound_object{object_key{"b", "f"}, crdt_type::fatcounter},
+                                 unsupported_op{op_kind::reset}}};
+  BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(reset_fat)));
 }
 
 // A descriptor names its transaction by a random sequence number: another
@@ -290,6 +291,176 @@ BOOST_AUTO_TEST_CASE(parked_reads_are_bounded_in_count) {
   caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
   sched.run();
   BOOST_TEST(got[0].has_value()); // answered at shutdown ("node shutting down")
+}
+
+// ---- every type (docs/DATATYPES.md): read before write at the gateway ----
+
+namespace {
+
+update_op typed(const std::string& k, crdt_type t, crdt_update u) {
+  return {bound_object{object_key{"b", k}, t}, crdt_op{std::move(u)}};
+}
+
+using strings = std::vector<std::string>;
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(static_set_register_and_flag_updates_are_read_back) {
+  static_update_objects_req up;
+  for (int i = 0; i < 8; ++i) // several partitions: a two-phase commit
+    up.updates.push_back(typed("s" + std::to_string(i), crdt_type::orset,
+                               set_update{set_add{{"a", "b"}}}));
+  up.updates.push_back(typed("s0", crdt_type::orset, set_update{set_remove{{"a"}}}));
+  up.updates.push_back(typed("r", crdt_type::mvreg,
+                             register_update{register_assign{"v", std::nullopt}}));
+  up.updates.push_back(typed("f", crdt_type::flag_dw, flag_update::enable));
+  up.updates.push_back(inc("c", 3));
+  auto c = std::get<commit_resp>(ask_gateway(up));
+  BOOST_REQUIRE(c.success);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = c.commit_time;
+  rd.objects = {{object_key{"b", "s0"}, crdt_type::orset},
+                {object_key{"b", "s7"}, crdt_type::orset},
+                {object_key{"b", "r"}, crdt_type::mvreg},
+                {object_key{"b", "f"}, crdt_type::flag_dw},
+                counter("c")};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_REQUIRE(r.objects.success);
+  BOOST_TEST((r.objects.values == std::vector<crdt_value>{
+                crdt_value{strings{"b"}}, crdt_value{strings{"a", "b"}},
+                crdt_value{strings{"v"}}, crdt_value{true}, crdt_value{std::int64_t{3}}}));
+  BOOST_TEST((r.objects.types.at(2) == crdt_type::mvreg)); // sent as an mvreg
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type_update_is_refused_and_nothing_is_stored) {
+  BOOST_REQUIRE(std::get<commit_resp>(ask_gateway(static_update_objects_req{
+                                        {}, {inc("x", 1)}})).success);
+  auto e = ask_gateway(static_update_objects_req{
+    {}, {typed("fresh", crdt_type::orset, set_update{set_add{{"a"}}}),
+         typed("x", crdt_type::orset, set_update{set_add{{"a"}}})}});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(e));
+  BOOST_TEST(std::get<error_resp>(e).err.code() == errc::wrong_type);
+  static_read_objects_req rd;
+  rd.objects = {{object_key{"b", "fresh"}, crdt_type::orset}, counter("x")};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((r.objects.values == std::vector<crdt_value>{crdt_value{strings{}},
+                                                          crdt_value{std::int64_t{1}}}));
+}
+
+BOOST_AUTO_TEST_CASE(pipelined_interactive_updates_are_prepared_in_order_and_read_back) {
+  auto st = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  const auto& d = st.transaction_descriptor;
+  // Sent back to back without waiting, as antidote_ts_client does: each
+  // update is prepared after the one before, the read and the commit wait.
+  std::vector<std::optional<response>> replies(5);
+  auto send = [&](std::size_t i, request req) {
+    gateway.handler->handle(1, std::move(req), [&replies, i](response r) { replies[i] = std::move(r); });
+  };
+  send(0, update_objects_req{{typed("s", crdt_type::rwset, set_update{set_add{{"a", "b"}}})}, d});
+  send(1, update_objects_req{{typed("s", crdt_type::rwset, set_update{set_remove{{"a"}}})}, d});
+  send(2, update_objects_req{{typed("l", crdt_type::lwwreg,
+                                    register_update{register_assign{"one", std::nullopt}}),
+                              typed("l", crdt_type::lwwreg,
+                                    register_update{register_assign{"two", std::nullopt}})}, d});
+  send(3, read_objects_req{{{object_key{"b", "s"}, crdt_type::rwset},
+                            {object_key{"b", "l"}, crdt_type::lwwreg}}, d});
+  send(4, commit_transaction_req{d});
+  sched.run();
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST(std::get<operation_resp>(*replies[i]).success);
+  auto own = std::get<read_objects_resp>(*replies[3]);
+  BOOST_TEST((own.values == std::vector<crdt_value>{crdt_value{strings{"b"}},
+                                                    crdt_value{std::string{"two"}}}));
+  auto c = std::get<commit_resp>(*replies[4]);
+  BOOST_REQUIRE(c.success);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = c.commit_time;
+  rd.objects = {{object_key{"b", "s"}, crdt_type::rwset}, {object_key{"b", "l"}, crdt_type::lwwreg}};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((r.objects.values == own.values));
+}
+
+BOOST_AUTO_TEST_CASE(nested_map_updates_and_removes_are_read_as_maps) {
+  map_update m;
+  m.updates.push_back(keyed_update{map_key{"n", crdt_type::counter}, counter_update{4}});
+  m.updates.push_back(keyed_update{map_key{"t", crdt_type::orset}, set_update{set_add{{"x"}}}});
+  auto c = std::get<commit_resp>(ask_gateway(static_update_objects_req{
+    {}, {typed("m", crdt_type::rrmap, m)}}));
+  BOOST_REQUIRE(c.success);
+  map_update rm;
+  rm.removes.push_back(map_key{"t", crdt_type::orset});
+  start_transaction_req after;
+  after.timestamp = c.commit_time;
+  auto c2 = std::get<commit_resp>(ask_gateway(static_update_objects_req{
+    after, {typed("m", crdt_type::rrmap, rm)}}));
+  BOOST_REQUIRE(c2.success);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = c2.commit_time;
+  rd.objects = {{object_key{"b", "m"}, crdt_type::rrmap}};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  map_value want;
+  want.entries.push_back({map_key{"n", crdt_type::counter}, crdt_value{std::int64_t{4}}});
+  BOOST_TEST((r.objects.values.at(0) == crdt_value{want}));
+}
+
+BOOST_AUTO_TEST_CASE(bcounter_decrements_within_rights_and_refuses_beyond_them) {
+  auto bc = [](std::int64_t inc) {
+    crdt_update u = inc >= 0 ? b_counter_update{b_counter_increment{static_cast<std::uint64_t>(inc), 0}}
+                             : b_counter_update{b_counter_decrement{static_cast<std::uint64_t>(-inc), 0}};
+    return typed("bc", crdt_type::bcounter, std::move(u));
+  };
+  auto c1 = std::get<commit_resp>(ask_gateway(static_update_objects_req{{}, {bc(5)}}));
+  BOOST_REQUIRE(c1.success);
+  start_transaction_req after;
+  after.timestamp = c1.commit_time;
+  auto c2 = std::get<commit_resp>(ask_gateway(static_update_objects_req{after, {bc(-3)}}));
+  BOOST_REQUIRE(c2.success);
+  after.timestamp = c2.commit_time;
+  auto e = ask_gateway(static_update_objects_req{after, {bc(-3)}});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(e));
+  BOOST_TEST(std::get<error_resp>(e).err.code() == errc::no_permissions);
+  // Two interactive transactions on one snapshot spend the same 2 rights:
+  // the partition refuses the second one's commit.
+  auto t1 = std::get<start_transaction_resp>(ask_gateway(after));
+  auto t2 = std::get<start_transaction_resp>(ask_gateway(after));
+  BOOST_REQUIRE(std::get<operation_resp>(ask_gateway(update_objects_req{{bc(-2)}, t1.transaction_descriptor})).success);
+  BOOST_REQUIRE(std::get<operation_resp>(ask_gateway(update_objects_req{{bc(-2)}, t2.transaction_descriptor})).success);
+  auto k1 = std::get<commit_resp>(ask_gateway(commit_transaction_req{t1.transaction_descriptor}));
+  BOOST_REQUIRE(k1.success);
+  auto k2 = ask_gateway(commit_transaction_req{t2.transaction_descriptor});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(k2));
+  BOOST_TEST(std::get<error_resp>(k2).err.code() == errc::no_permissions);
+  static_read_objects_req rd;
+  rd.transaction.timestamp = k1.commit_time;
+  rd.objects = {{object_key{"b", "bc"}, crdt_type::bcounter}};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((r.objects.values.at(0) == crdt_value{std::int64_t{0}}));
+}
+
+BOOST_AUTO_TEST_CASE(a_resent_bcounter_decrement_with_its_op_id_is_applied_once) {
+  auto op = [](std::int64_t inc, std::uint64_t seq) {
+    crdt_update u = inc >= 0 ? b_counter_update{b_counter_increment{static_cast<std::uint64_t>(inc), 0}}
+                             : b_counter_update{b_counter_decrement{static_cast<std::uint64_t>(-inc), 0}};
+    return update_op{bound_object{object_key{"b", "once"}, crdt_type::bcounter},
+                     crdt_op{std::move(u), op_id{77, seq}}};
+  };
+  BOOST_REQUIRE(std::get<commit_resp>(ask_gateway(static_update_objects_req{{}, {op(3, 1)}})).success);
+  // The decrement spends every right; its resend (same op id, e.g. after a
+  // lost reply) is dismissed, not refused for lack of rights nor applied.
+  for (int i = 0; i < 2; ++i) {
+    auto r = ask_gateway(static_update_objects_req{{}, {op(-3, 2)}});
+    BOOST_REQUIRE_MESSAGE(std::holds_alternative<commit_resp>(r),
+                          "attempt " << i << ": " << (std::holds_alternative<error_resp>(r)
+                                                        ? std::get<error_resp>(r).err.to_string()
+                                                        : std::string{}));
+  }
+  auto again = ask_gateway(static_update_objects_req{{}, {op(-1, 3)}});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(again));
+  BOOST_TEST(std::get<error_resp>(again).err.code() == errc::no_permissions);
+  static_read_objects_req rd;
+  rd.objects = {{object_key{"b", "once"}, crdt_type::bcounter}};
+  auto v = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((v.objects.values.at(0) == crdt_value{std::int64_t{0}}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -988,4 +988,157 @@ BOOST_AUTO_TEST_CASE(concurrent_updates_each_safe_alone_cannot_overflow_together
   BOOST_TEST(!c->stage_prepare({1, 6}, {inc("y", -2)}, 0, false));
 }
 
+// ---- every CRDT type (docs/DATATYPES.md): read before write ---------------
+
+namespace {
+
+// Prepares `u` against the object at `snap` plus `own`, as the coordinator
+// does (transactions.cpp, prepare_writes).
+tx_update prepared(partition_core& c, const char* k, crdt_type type,
+                   const crdt_update& u, std::uint64_t snap,
+                   downstream_context& ctx, const std::vector<crdt_effect>& own = {}) {
+  auto obj = c.read_object(key(k), type, vector_clock{{local_dc, snap}}, own);
+  BOOST_REQUIRE_MESSAGE(obj, (obj ? "" : obj.err().to_string()));
+  auto eff = obj->prepare(u, ctx);
+  BOOST_REQUIRE_MESSAGE(eff, (eff ? "" : eff.err().to_string()));
+  return tx_update{key(k), type, std::move(*eff), std::nullopt};
+}
+
+crdt_value read_as(partition_core& c, const char* k, crdt_type type, std::uint64_t t) {
+  auto v = c.read(key(k), type, vector_clock{{local_dc, t}}, {});
+  BOOST_REQUIRE_MESSAGE(v, (v ? "" : v.err().to_string()));
+  return *v;
+}
+
+using strings = std::vector<std::string>;
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(sets_registers_and_flags_commit_read_and_survive_reopen) {
+  downstream_context ctx{token_source{42}, 5};
+  std::uint64_t t = 0;
+  {
+    auto c = open();
+    auto t1 = commit1(*c, {1, 1},
+                      {prepared(*c, "s", crdt_type::orset,
+                                set_update{set_add{{"a", "b"}}}, 0, ctx),
+                       prepared(*c, "r", crdt_type::lwwreg,
+                                register_update{register_assign{"v1", std::nullopt}}, 0, ctx),
+                       prepared(*c, "f", crdt_type::flag_ew, flag_update::enable, 0, ctx)});
+    BOOST_TEST((read_as(*c, "s", crdt_type::orset, t1) == crdt_value{strings{"a", "b"}}));
+    // A remove prepared at the snapshot that saw the add takes it away; an
+    // add concurrent with it (prepared at the older snapshot) wins.
+    auto rm = prepared(*c, "s", crdt_type::orset, set_update{set_remove{{"a", "b"}}}, t1, ctx);
+    auto again = prepared(*c, "s", crdt_type::orset, set_update{set_add{{"b"}}}, t1 - 1, ctx);
+    commit1(*c, {1, 2}, {rm}, t1);
+    t = commit1(*c, {1, 3}, {again,
+                              prepared(*c, "r", crdt_type::lwwreg,
+                                       register_update{register_assign{"v2", std::nullopt}}, t1, ctx),
+                              prepared(*c, "f", crdt_type::flag_ew, flag_update::disable, t1, ctx)},
+                t1);
+    BOOST_TEST((read_as(*c, "s", crdt_type::orset, t) == crdt_value{strings{"b"}}));
+    BOOST_TEST((read_as(*c, "r", crdt_type::lwwreg, t) == crdt_value{std::string{"v2"}}));
+    BOOST_TEST((read_as(*c, "f", crdt_type::flag_ew, t) == crdt_value{false}));
+    BOOST_TEST((read_as(*c, "s", crdt_type::orset, t1) == crdt_value{strings{"a", "b"}}));
+  }
+  auto c = open(); // cold cache: every effect decoded from the journal
+  BOOST_TEST((read_as(*c, "s", crdt_type::orset, t) == crdt_value{strings{"b"}}));
+  BOOST_TEST((read_as(*c, "r", crdt_type::lwwreg, t) == crdt_value{std::string{"v2"}}));
+  BOOST_TEST((read_as(*c, "f", crdt_type::flag_ew, t) == crdt_value{false}));
+}
+
+BOOST_AUTO_TEST_CASE(read_object_includes_the_transactions_own_effects) {
+  downstream_context ctx{token_source{7}, 5};
+  auto c = open();
+  auto first = prepared(*c, "m", crdt_type::mvreg,
+                        register_update{register_assign{"x", std::nullopt}}, 0, ctx);
+  // The second assign, prepared after the first (own), overwrites it.
+  auto second = prepared(*c, "m", crdt_type::mvreg,
+                         register_update{register_assign{"y", std::nullopt}}, 0, ctx,
+                         {first.effect});
+  auto t = commit1(*c, {1, 1}, {first, second});
+  BOOST_TEST((read_as(*c, "m", crdt_type::mvreg, t) == crdt_value{strings{"y"}}));
+}
+
+BOOST_AUTO_TEST_CASE(an_update_of_another_type_than_its_key_is_refused_nothing_staged) {
+  downstream_context ctx{token_source{9}, 5};
+  auto c = open();
+  auto t = commit1(*c, {1, 1}, {inc("n", 1),
+                                prepared(*c, "s", crdt_type::orset,
+                                         set_update{set_add{{"a"}}}, 0, ctx)});
+  // A set operation on a counter, a counter update on a set.
+  auto set_on_counter = prepared(*c, "x", crdt_type::orset, set_update{set_add{{"a"}}}, t, ctx);
+  set_on_counter.key = key("n");
+  auto r = c->stage_prepare({1, 2}, {set_on_counter}, t, false);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().code() == errc::wrong_type);
+  auto r2 = c->stage_prepare({1, 3}, {inc("s", 1)}, t, false);
+  BOOST_REQUIRE(!r2);
+  BOOST_TEST(r2.err().code() == errc::wrong_type);
+  // Two types for one new key in one request, or against an undecided one.
+  auto flag = prepared(*c, "new", crdt_type::flag_ew, flag_update::enable, t, ctx);
+  auto reg = prepared(*c, "new", crdt_type::lwwreg,
+                      register_update{register_assign{"v", std::nullopt}}, t, ctx);
+  BOOST_TEST(c->stage_prepare({1, 4}, {flag, reg}, t, false).err().code() == errc::wrong_type);
+  BOOST_REQUIRE(c->stage_prepare({1, 5}, {flag}, t, true));
+  BOOST_TEST(c->stage_prepare({1, 6}, {reg}, t, true).err().code() == errc::wrong_type);
+  BOOST_REQUIRE(c->stage_abort({1, 5}));
+  BOOST_REQUIRE(c->flush());
+  auto later = c->safe_time();
+  BOOST_TEST(value_at(*c, "n", later) == 1);
+  BOOST_TEST((read_as(*c, "s", crdt_type::orset, later) == crdt_value{strings{"a"}}));
+  // After the abort the key is free again.
+  commit1(*c, {1, 7}, {reg}, t);
+}
+
+BOOST_AUTO_TEST_CASE(a_set_is_folded_into_the_checkpoint_and_read_from_it) {
+  downstream_context ctx{token_source{11}, 5};
+  std::uint64_t t = 0;
+  {
+    auto c = open_with(checkpointed(options()));
+    commit1(*c, {1, 1}, {prepared(*c, "s", crdt_type::rwset,
+                                  set_update{set_add{{"a", "b", "c"}}}, 0, ctx)});
+    pass(*this, 10'000);
+    t = commit1(*c, {1, 2}, {prepared(*c, "s", crdt_type::rwset,
+                                      set_update{set_remove{{"b"}}}, c->safe_time(), ctx)},
+                c->safe_time());
+    pass(*this, 10'000);
+    auto cp = checkpoint_ok(*c);
+    BOOST_TEST(cp.ran);
+    t = c->safe_time();
+  }
+  auto c = open_with(checkpointed(options()));
+  BOOST_TEST((read_as(*c, "s", crdt_type::rwset, t) == crdt_value{strings{"a", "c"}}));
+  auto v = c->read(key("s"), crdt_type::orset, vector_clock{{local_dc, t}}, {});
+  BOOST_REQUIRE(!v);
+  BOOST_TEST(v.err().code() == errc::wrong_type);
+}
+
+BOOST_AUTO_TEST_CASE(bcounter_spends_are_checked_against_latest_rights_minus_undecided_ones) {
+  downstream_context ctx{token_source{13}, 5};
+  auto c = open();
+  auto inc = prepared(*c, "bc", crdt_type::bcounter,
+                      b_counter_update{b_counter_increment{5, local_dc}}, 0, ctx);
+  auto t = commit1(*c, {1, 1}, {inc});
+  // Both prepared at the same snapshot, where 5 rights are visible.
+  auto spend = [&](std::uint64_t n) {
+    return prepared(*c, "bc", crdt_type::bcounter,
+                    b_counter_update{b_counter_decrement{n, local_dc}}, t, ctx);
+  };
+  auto a = spend(4), b = spend(4);
+  BOOST_REQUIRE(c->stage_prepare({1, 2}, {a}, t, true)); // undecided
+  auto r = c->stage_prepare({1, 3}, {b}, t, true);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().code() == errc::no_permissions);
+  BOOST_TEST(r.err().message().find("undecided") != std::string::npos);
+  // One right is left, also once the first one commits.
+  BOOST_REQUIRE(c->stage_prepare({1, 4}, {spend(1)}, t, true));
+  BOOST_REQUIRE(c->stage_commit({1, 2}, now + 100));
+  BOOST_REQUIRE(c->stage_abort({1, 4}));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->stage_prepare({1, 5}, {spend(2)}, t, false).err().code() == errc::no_permissions);
+  commit1(*c, {1, 6}, {spend(1)}, t);
+  BOOST_TEST((read_as(*c, "bc", crdt_type::bcounter, c->safe_time()) == crdt_value{std::int64_t{0}}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,6 +25,9 @@
 #include "protocol/messages.hpp"
 #include "tests/client/fake_server.hpp"
 #include "tests/support/child_process.hpp"
+#ifdef TALLYD_PATH
+#include "tests/support/tallyd_process.hpp"
+#endif
 
 using namespace tally;
 using namespace tally::test;
@@ -33,15 +36,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct temp_dir {
+struct cli_dir { // a temp dir as a path (test::temp_dir holds a string)
   fs::path path;
-  temp_dir() {
+  cli_dir() {
     std::random_device rd;
     path = fs::temp_directory_path()
            / ("tally-cli-test-" + std::to_string(rd()) + std::to_string(rd()));
     fs::create_directories(path);
   }
-  ~temp_dir() {
+  ~cli_dir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -55,7 +58,7 @@ struct cli_result {
 cli_result run_cli(const std::vector<std::string>& args,
                    const std::vector<std::string>& env = {},
                    const std::string& binary = TALLY_CLI_PATH) {
-  temp_dir dir;
+  cli_dir dir;
   child_process p{binary, args, dir.path, env};
   BOOST_REQUIRE(p.started());
   cli_result r;
@@ -98,7 +101,7 @@ while :; do sleep 0.05; done
 /// A directory with a copy of tally (so /proc/self/exe points there) and,
 /// if asked, the fake tallyd next to it.
 struct cli_install {
-  temp_dir dir;
+  cli_dir dir;
   std::string tally;
   explicit cli_install(bool with_tallyd) {
     tally = (dir.path / "tally").string();
@@ -196,7 +199,7 @@ BOOST_AUTO_TEST_CASE(cluster_local_without_tallyd_exits_2) {
 BOOST_AUTO_TEST_CASE(cluster_local_starts_nodes_in_order_and_stops_them) {
   cli_install install{true};
   auto data = install.dir.path / "data";
-  temp_dir out;
+  cli_dir out;
   child_process p{install.tally,
                 {"cluster", "local", "--nodes", "3", "--base-port", "31000",
                  "--data-dir", data.string(), "--partitions", "16",
@@ -275,7 +278,7 @@ BOOST_AUTO_TEST_CASE(cluster_local_node_never_ready_times_out) {
 BOOST_AUTO_TEST_CASE(cluster_local_reports_a_node_that_dies_and_keeps_the_rest) {
   cli_install install{true};
   auto data = install.dir.path / "data";
-  temp_dir out;
+  cli_dir out;
   child_process p{install.tally,
                 {"cluster", "local", "--nodes", "3", "--base-port", "31300",
                  "--data-dir", data.string()},
@@ -387,6 +390,58 @@ BOOST_AUTO_TEST_CASE(read_of_a_node_that_is_down_still_exits_3) {
   auto r = run_cli({"--port", std::to_string(closed.port()), "read", "b", "k"});
   BOOST_TEST(r.code == 3, r.err);
 }
+
+#ifdef TALLYD_PATH
+// set, reg and flag against a real tallyd: updates, reads, usage errors and
+// a wrong type (exit 1, the node's message).
+BOOST_AUTO_TEST_CASE(set_reg_and_flag_commands_against_a_real_node) {
+  test::temp_dir dir;
+  test::server node{dir.path + "/data", "none"};
+  BOOST_REQUIRE(node.start());
+  auto port = std::to_string(node.port);
+  auto ok = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 0, r.err);
+    return r.out;
+  };
+  ok({"set", "add", "shop", "tags", "red", "green", "blue"});
+  ok({"set", "remove", "shop", "tags", "blue"});
+  BOOST_TEST(contains(ok({"set", "read", "shop", "tags"}), "shop/tags = {green, red}"));
+  ok({"set", "add", "shop", "rw", "x", "--type", "rwset"});
+  BOOST_TEST(contains(ok({"set", "read", "shop", "rw", "--type", "rwset"}), "= {x}"));
+  ok({"set", "reset", "shop", "rw", "--type", "rwset"});
+  BOOST_TEST(contains(ok({"set", "read", "shop", "rw", "--type", "rwset"}), "= {}"));
+  ok({"reg", "set", "shop", "motto", "best prices"});
+  BOOST_TEST(contains(ok({"reg", "read", "shop", "motto"}), "shop/motto = \"best prices\""));
+  ok({"reg", "set", "shop", "mv", "a", "--type", "mvreg"});
+  BOOST_TEST(contains(ok({"reg", "read", "shop", "mv", "--type", "mvreg"}), "= [a]"));
+  BOOST_TEST(contains(ok({"flag", "read", "shop", "open"}), "shop/open = false"));
+  ok({"flag", "enable", "shop", "open"});
+  BOOST_TEST(contains(ok({"flag", "read", "shop", "open"}), "shop/open = true"));
+  ok({"flag", "disable", "shop", "open"});
+  BOOST_TEST(contains(ok({"flag", "read", "shop", "open"}), "shop/open = false"));
+
+  auto wrong = run_cli({"--port", port, "inc", "shop", "tags"});
+  BOOST_TEST(wrong.code == 1, wrong.err);
+  BOOST_TEST(contains(wrong.err, "orset"), wrong.err);
+  auto as_rw = run_cli({"--port", port, "set", "add", "shop", "tags", "x", "--type", "rwset"});
+  BOOST_TEST(as_rw.code == 1, as_rw.err);
+  BOOST_TEST(contains(ok({"set", "read", "shop", "tags"}), "= {green, red}"));
+
+  for (auto args : std::vector<std::vector<std::string>>{
+         {"set", "add", "shop", "tags"},              // no elements
+         {"set", "read", "shop", "tags", "x"},        // read takes none
+         {"reg", "set", "shop", "m", "a", "b"},       // one value
+         {"flag", "toggle", "shop", "open"},          // unknown verb
+         {"set", "add", "b", "k", "x", "--type", "lwwreg"}}) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(contains(r.err, "usage:"), r.err);
+  }
+}
+#endif
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -193,6 +193,81 @@ BOOST_AUTO_TEST_CASE(retries_across_a_paused_node_apply_each_update_once) {
   BOOST_TEST(value_of(c, counter(100, "paused")) == 11);
 }
 
+// Sets, registers, flags and maps through the client library against a real
+// tallyd: static and interactive, a wrong type refused, and every value
+// read back after a SIGKILL and a restart (format-2 effects from the
+// journal).
+BOOST_AUTO_TEST_CASE(sets_registers_flags_and_maps_end_to_end_and_after_a_restart) {
+  using strings = std::vector<std::string>;
+  tally::test::temp_dir dir;
+  tally::test::server node{dir.path + "/data", "batch"};
+  BOOST_REQUIRE(node.start());
+  const object_key tags{"typed", "tags"}, motto{"typed", "motto"},
+    open{"typed", "open"}, m{"typed", "map"}, rw{"typed", "rw"};
+  std::vector<bound_object> objects{{tags, crdt_type::orset},
+                                    {motto, crdt_type::mvreg},
+                                    {open, crdt_type::flag_dw},
+                                    {m, crdt_type::rrmap},
+                                    {rw, crdt_type::rwset}};
+  map_value want_map;
+  want_map.entries.push_back({map_key{"n", crdt_type::counter}, crdt_value{std::int64_t{2}}});
+  const std::vector<crdt_value> want{crdt_value{strings{"green", "red"}},
+                                     crdt_value{strings{"b"}}, crdt_value{true},
+                                     crdt_value{want_map}, crdt_value{strings{"y"}}};
+  {
+    auto c = connect_to(node.port, 2000ms, 2);
+    auto clock = c.update_ops({set_add_op(tags, {"red", "blue", "green"}),
+                               register_assign_op(motto, "a", crdt_type::mvreg),
+                               flag_op(open, true, crdt_type::flag_dw),
+                               map_op(m, {update_op{bound_object{{"", "n"}, crdt_type::counter},
+                                                    counter_op{counter_update{2}, std::nullopt}},
+                                          set_add_op({"", "s"}, {"x"})}),
+                               set_add_op(rw, {"x", "y"}, crdt_type::rwset)});
+    BOOST_REQUIRE_MESSAGE(clock, (clock ? std::string{} : clock.err().to_string()));
+    auto tx = c.start();
+    BOOST_REQUIRE(tx);
+    BOOST_REQUIRE(tx->update_ops({set_remove_op(tags, {"blue"}),
+                                  register_assign_op(motto, "b", crdt_type::mvreg),
+                                  map_op(m, {}, {map_key{"s", crdt_type::orset}}),
+                                  set_remove_op(rw, {"x"}, crdt_type::rwset)}));
+    auto mine = tx->read_values(objects);
+    BOOST_REQUIRE_MESSAGE(mine, (mine ? std::string{} : mine.err().to_string()));
+    BOOST_TEST((*mine == want));
+    BOOST_REQUIRE(tx->commit());
+    auto r = c.read_values(objects);
+    BOOST_REQUIRE_MESSAGE(r, (r ? std::string{} : r.err().to_string()));
+    BOOST_TEST((r->values == want));
+    BOOST_TEST(format_value(r->values[0], crdt_type::orset) == "{green, red}");
+    BOOST_TEST(format_value(r->values[1], crdt_type::mvreg) == "[b]");
+    // A key keeps its type: nothing of a refused update is stored.
+    auto bad = c.update_ops({set_add_op(tags, {"z"}),
+                             register_assign_op(tags, "v", crdt_type::lwwreg)});
+    BOOST_REQUIRE(!bad);
+    BOOST_TEST(bad.err().code() == errc::wrong_type);
+    auto counter_on_set = c.update({counter_inc{tags, 1}});
+    BOOST_REQUIRE(!counter_on_set);
+    BOOST_TEST(counter_on_set.err().message().find("orset") != std::string::npos);
+    // read() is for counters.
+    BOOST_TEST(c.read({objects[0]}).err().code() == errc::wrong_type);
+    // A bounded counter: 3 rights, 2 spent, 2 more refused.
+    const object_key stock{"typed", "stock"};
+    BOOST_REQUIRE(c.update_ops({b_counter_op(stock, 3)}));
+    BOOST_REQUIRE(c.update_ops({b_counter_op(stock, -2)}));
+    auto over = c.update_ops({b_counter_op(stock, -2)});
+    BOOST_REQUIRE(!over);
+    BOOST_TEST(over.err().code() == errc::no_permissions);
+    auto left = c.read_values({{stock, crdt_type::bcounter}});
+    BOOST_REQUIRE(left);
+    BOOST_TEST((left->values.at(0) == crdt_value{std::int64_t{1}}));
+  }
+  node.stop(SIGKILL); // batch durability: every commit answered is on disk
+  BOOST_REQUIRE(node.start());
+  auto c = connect_to(node.port, 2000ms, 2);
+  auto r = c.read_values(objects);
+  BOOST_REQUIRE_MESSAGE(r, (r ? std::string{} : r.err().to_string()));
+  BOOST_TEST((r->values == want));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #endif // TALLYD_PATH

@@ -135,6 +135,106 @@ async function main(connection) {
       connection.minSnapshotTime = undefined;
     }
   });
+
+  // ---- every other AntidoteDB type (docs/DATATYPES.md) ----
+
+  await check('add-wins set: add, addAll, remove, removeAll; read is sorted', async () => {
+    const s = connection.set(key('orset'));
+    await connection.update(s.add('b'));
+    await connection.update(s.addAll(['a', 'c', 'd']));
+    await connection.update(s.remove('c'));
+    await connection.update(s.removeAll(['d', 'never-there']));
+    expectEqual('set value', (await s.read()).sort(), ['a', 'b']);
+  });
+
+  await check('remove-wins set: an add and a remove of one element in one update', async () => {
+    const s = connection.set_removeWins(key('rwset'));
+    await connection.update([s.addAll(['x', 'y'])]);
+    await connection.update([s.remove('x'), s.add('z')]);
+    expectEqual('rwset value', (await s.read()).sort(), ['y', 'z']);
+  });
+
+  await check('last-writer-wins register: the later assign wins; a new key reads as empty', async () => {
+    const r = connection.register(key('lww'));
+    await connection.update(r.set({ v: 1 }));
+    await connection.update(r.set({ v: 2 }));
+    expectEqual('register value', await r.read(), { v: 2 });
+    expectEqual('never-written register', await connection.register(key('lww-never')).read(), null);
+  });
+
+  await check('multi-value register: one value after sequential assigns', async () => {
+    const r = connection.multiValueRegister(key('mv'));
+    await connection.update(r.set('first'));
+    await connection.update(r.set('second'));
+    expectEqual('mvreg value', await r.read(), ['second']);
+  });
+
+  await check('enable-wins and disable-wins flags: set true, then false', async () => {
+    for (const f of [connection.flag_ew(key('few')), connection.flag_dw(key('fdw'))]) {
+      expectEqual('never-written flag', await f.read(), false);
+      await connection.update(f.set(true));
+      expectEqual('flag after enable', await f.read(), true);
+      await connection.update(f.set(false));
+      expectEqual('flag after disable', await f.read(), false);
+    }
+  });
+
+  await check('remove-resets map: nested counter, mv register, set; remove an entry', async () => {
+    const m = connection.rrmap(key('rrmap'));
+    await connection.update([
+      m.counter('hits').increment(3),
+      m.multiValueRegister('name').set('tally'),
+      m.set('tags').addAll(['a', 'b']),
+    ]);
+    let v = (await m.read()).toJsObject();
+    expectEqual('map hits', v.hits, 3);
+    expectEqual('map name', v.name, ['tally']);
+    expectEqual('map tags', v.tags.sort(), ['a', 'b']);
+    // An mvreg entry resets to bottom and goes (AntidoteDB's lwwreg has no
+    // reset, so an lwwreg entry would stay).
+    await connection.update(m.remove(m.multiValueRegister('name')));
+    v = (await m.read()).toJsObject();
+    expectEqual('map after remove', Object.keys(v).sort(), ['hits', 'tags']);
+  });
+
+  await check('grow-only map: a nested gmap and flag', async () => {
+    const m = connection.gmap(key('gmap'));
+    await connection.update([m.gmap('inner').counter('n').increment(2), m.flag_ew('on').set(true)]);
+    const v = (await m.read()).toJsObject();
+    expectEqual('gmap value', v, { inner: { n: 2 }, on: true });
+  });
+
+  await check('interactive transaction over a set, a register and a flag: own writes, then commit', async () => {
+    const tx = await connection.startTransaction();
+    const s = tx.set(key('tx-set'));
+    const r = tx.register(key('tx-reg'));
+    const f = tx.flag_dw(key('tx-flag'));
+    await tx.update([s.addAll([1, 2, 3]), r.set('x'), f.set(true)]);
+    await tx.update(s.remove(2));
+    expectEqual('read inside', await tx.readBatch([s, r, f]), [[1, 3], 'x', true]);
+    expectEqual('read outside before commit',
+                await connection.readBatch([connection.set(key('tx-set')), connection.register(key('tx-reg'))]),
+                [[], null]);
+    await tx.commit();
+    expectEqual('read after commit',
+                await connection.readBatch([connection.set(key('tx-set')), connection.register(key('tx-reg')),
+                                            connection.flag_dw(key('tx-flag'))]),
+                [[1, 3], 'x', true]);
+  });
+
+  await check('a set operation on a counter key is refused with an error, nothing stored', async () => {
+    const c = connection.counter(key('typed'));
+    await connection.update(c.increment(1));
+    let refused = false;
+    try {
+      await connection.update(connection.set(key('typed')).add('x'));
+    } catch (err) {
+      refused = /is a counter|holds a counter|cached as a counter/.test(String(err));
+      if (!refused) throw err;
+    }
+    if (!refused) throw new Error('the update was accepted');
+    expectEqual('counter value', await c.read(), 1);
+  });
 }
 
 const timer = setTimeout(() => {

@@ -104,15 +104,18 @@ BOOST_AUTO_TEST_CASE(ts_client_interactive_transaction_decodes) {
               == request{abort_transaction_req{"txd-1"}}));
 }
 
-BOOST_AUTO_TEST_CASE(ts_client_set_update_decodes_as_unsupported) {
+BOOST_AUTO_TEST_CASE(ts_client_set_update_decodes_as_a_set_add) {
   auto r = decode(122, "0a080a0463742d32120012210a150a017310041a0e64656661756c74"
                        "2d6275636b65741208120608011202a178");
   const auto& req = std::get<static_update_objects_req>(r);
   BOOST_TEST(*req.transaction.timestamp == "ct-2");
   BOOST_REQUIRE_EQUAL(req.updates.size(), 1u);
   BOOST_TEST((req.updates[0].object == ts_obj("s", crdt_type::orset)));
-  BOOST_TEST((std::get<unsupported_op>(req.updates[0].op).kind == op_kind::set));
-  BOOST_TEST(check_supported(req.updates[0]).err().code() == errc::wrong_type);
+  // The client's set.add("x"): one msgpack-encoded element, a1 78.
+  const auto& add = std::get<set_add>(
+    std::get<set_update>(std::get<crdt_op>(req.updates[0].op).update));
+  BOOST_TEST((add.elements == std::vector<std::string>{"\xa1x"}));
+  BOOST_TEST(check_supported(req.updates[0]).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(ts_client_sends_tallys_own_bytes_back) {
