@@ -1,6 +1,5 @@
 #include "actors/wire.hpp"
 
-#include <istream>
 #include <ostream>
 
 #include <cereal/archives/portable_binary.hpp>
@@ -9,6 +8,7 @@
 #include <cereal/types/variant.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "common/bounded_input_archive.hpp"
 #include "common/membuf.hpp"
 
 namespace tally {
@@ -120,16 +120,18 @@ expected<T> decode_wire(std::string_view bytes) {
                         + ", this node speaks "
                         + std::to_string(unsigned{wire_version}));
   T out;
-  detail::view_source src{bytes.substr(1)};
-  std::istream is{&src};
+  // Lengths are checked against the bytes left before anything is
+  // allocated for them (common/bounded_input_archive.hpp).
+  std::size_t trailing = 0;
   try {
-    cereal::PortableBinaryInputArchive ar{is};
+    bounded_input_archive ar{bytes.substr(1)};
     ar(out);
+    trailing = ar.remaining();
   } catch (const std::exception& e) {
     return make_error(errc::corrupt,
                       std::string{"undecodable node-to-node message: "} + e.what());
   }
-  if (src.remaining() != 0)
+  if (trailing != 0)
     return make_error(errc::corrupt, "trailing bytes in a node-to-node message");
   return out;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/wire.hpp"
 #include "checkpoint/checkpoint_store.hpp"
 #include "journal/journal.cpp" // encode_checkpoint_state() has internal linkage
 #include "crdt/crdt_object.hpp"
@@ -16,6 +17,8 @@
 #include "protocol/descriptor.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
+#include "replication/replication_batch.hpp"
+#include "ring/ring_state.hpp"
 
 using namespace tally;
 namespace fs = std::filesystem;
@@ -164,6 +167,65 @@ int main(int argc, char** argv) {
     s.last_bloom_timestamp = "bloom";
     put("fuzz_checkpoint_meta", "state", encode_checkpoint_state(s));
     put("fuzz_checkpoint_meta", "state_empty", encode_checkpoint_state(checkpoint_state{}));
+  }
+
+  // ---- node-to-node messages (fuzz_wire: byte 0 picks the decoder) ------
+  {
+    downstream_context ctx{token_source{5}, 100};
+    auto set = *crdt_object::make(crdt_type::orset);
+    auto add = *set.prepare(crdt_update{set_update{set_add{{"a", "b"}}}}, ctx);
+    (void)set.apply(add);
+    const tx_update counter_update{object_key{"b", "c"}, crdt_type::counter,
+                                   counter_effect{3}, op_id{1, 1}};
+    const tx_update set_update_{object_key{"b", "s"}, crdt_type::orset, add, std::nullopt};
+
+    part_read_req rq;
+    rq.snapshot = vector_clock{{1, 9}};
+    rq.items = {read_item{object_key{"b", "s"}, crdt_type::orset, {add}, true},
+                read_item{object_key{"b", "c"}, crdt_type::counter, {counter_effect{1}}, false}};
+    put("fuzz_wire", "read_req", with_code(0, encode_wire(rq)));
+    part_read_resp rs;
+    rs.values = {set.value(), crdt_value{std::int64_t{-4}}};
+    rs.states = {set.encode(), ""};
+    put("fuzz_wire", "read_resp", with_code(1, encode_wire(rs)));
+    part_read_resp rs_err;
+    rs_err.err = error{errc::unavailable, "partition 3 is on node x, which is down"};
+    put("fuzz_wire", "read_resp_err", with_code(1, encode_wire(rs_err)));
+    part_prepare_req p;
+    p.tx = tx_id{1, 2};
+    p.updates = {counter_update, set_update_};
+    p.snapshot_time = 77;
+    p.two_phase = true;
+    put("fuzz_wire", "prepare_req", with_code(2, encode_wire(p)));
+    put("fuzz_wire", "time_resp", with_code(3, encode_wire(part_time_resp{std::nullopt, 80, 1})));
+    put("fuzz_wire", "commit_req", with_code(4, encode_wire(part_commit_req{tx_id{1, 2}, 81})));
+    put("fuzz_wire", "abort_req", with_code(5, encode_wire(part_abort_req{tx_id{1, 2}})));
+    put("fuzz_wire", "ack", with_code(6, encode_wire(part_ack{})));
+    put("fuzz_wire", "tx_id", with_code(7, encode_wire(tx_id{9, 10})));
+    put("fuzz_wire", "find_resp", with_code(8, encode_wire(part_find_resp{std::nullopt, 81, 40})));
+    part_stale_resp st;
+    st.txs = {tx_id{1, 2}, tx_id{3, 4}};
+    st.prepare_times = {70, 71};
+    put("fuzz_wire", "stale_resp", with_code(9, encode_wire(st)));
+    put("fuzz_wire", "u64", with_code(10, encode_wire(std::uint64_t{123456})));
+
+    replication_batch b;
+    b.first = 41;
+    update_record u;
+    u.tx = tx_id{1, 2};
+    u.key = object_key{"b", "c"};
+    u.effect = counter_effect{3};
+    u.op = op_id{1, 1};
+    commit_record c;
+    c.tx = tx_id{1, 2};
+    c.commit_time = vector_clock{{1, 81}};
+    c.wall_time_us = 99;
+    b.records = {journal_record{u}, journal_record{c}};
+    put("fuzz_wire", "batch", with_code(11, encode_batch(b)));
+    put("fuzz_wire", "batch_empty", with_code(11, encode_batch(replication_batch{})));
+
+    if (auto r = ring_state::create("tally@127.0.0.1:9100", 8, 3))
+      put("fuzz_wire", "ring", with_code(12, r->encode()));
   }
 
   // ---- every CRDT type's state and effect --------------------------------

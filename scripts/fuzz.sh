@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(fuzz_frame fuzz_request fuzz_response fuzz_descriptor fuzz_journal fuzz_checkpoint fuzz_checkpoint_meta fuzz_crdt)
+all_targets=(fuzz_frame fuzz_request fuzz_response fuzz_descriptor fuzz_journal fuzz_checkpoint fuzz_checkpoint_meta fuzz_crdt fuzz_wire)
 long=0; gen=0; targets=()
 for a in "$@"; do
   case "$a" in

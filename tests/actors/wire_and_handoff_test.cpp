@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include <sys/resource.h>
+
 #include "actors/handoff.hpp"
 #include "journal/partition_manifest.hpp"
 #include "actors/wire.hpp"
@@ -137,6 +139,46 @@ BOOST_AUTO_TEST_CASE(bad_bytes_are_corrupt_not_a_crash) {
   auto bytes = encode_wire(p);
   for (std::size_t n = 0; n < bytes.size(); ++n)
     BOOST_TEST(!decode_wire<part_prepare_req>(bytes.substr(0, n)));
+}
+
+// fuzz_wire's first finding: a length claimed far beyond the message was
+// allocated (and zeroed) before the read failed, so a few bytes could make
+// a node take gigabytes. The decoder refuses such a length before
+// allocating: the claim of 1 GiB below must not raise the peak RSS.
+BOOST_AUTO_TEST_CASE(a_length_beyond_the_message_is_refused_before_allocating) {
+  const std::string marker = "length-marker-x";
+  auto bytes = encode_wire(part_ack{error{errc::unavailable, marker}});
+  std::string length_le(8, '\0');
+  length_le[0] = static_cast<char>(marker.size());
+  auto at = bytes.find(length_le + marker);
+  BOOST_REQUIRE(at != std::string::npos);
+  const std::uint64_t one_gib = std::uint64_t{1} << 30;
+  for (int i = 0; i < 8; ++i)
+    bytes[at + static_cast<std::size_t>(i)] = static_cast<char>((one_gib >> (8 * i)) & 0xff);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  auto m = decode_wire<part_ack>(bytes);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  BOOST_REQUIRE(!m);
+  BOOST_TEST((m.err().code() == errc::corrupt));
+  BOOST_TEST(m.err().message().find("exceeds") != std::string::npos, m.err().message());
+  const long grown_kib = after.ru_maxrss - before.ru_maxrss;
+  BOOST_TEST(grown_kib < 64 * 1024, "peak RSS grew by " << grown_kib << " KiB");
+}
+
+// fuzz_wire's second finding: a bool byte other than 0 or 1 (here the
+// "nullopt" flag of part_ack's optional error) was copied into a bool,
+// which is undefined behaviour; it is refused as corrupt.
+BOOST_AUTO_TEST_CASE(a_bool_byte_other_than_0_or_1_is_corrupt) {
+  auto bytes = encode_wire(part_ack{});
+  BOOST_REQUIRE(bytes.size() == 3u); // version, endianness, nullopt flag
+  BOOST_REQUIRE(decode_wire<part_ack>(bytes));
+  bytes[2] = static_cast<char>(157);
+  auto m = decode_wire<part_ack>(bytes);
+  BOOST_REQUIRE(!m);
+  BOOST_TEST((m.err().code() == errc::corrupt));
+  BOOST_TEST(m.err().message().find("bool") != std::string::npos, m.err().message());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
