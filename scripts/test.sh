@@ -10,7 +10,7 @@ scripts/setup.sh
 # tests/interop/ runs the npm client antidote_ts_client against tallyd: install
 # node and npm (Debian's) when missing, then the pinned package (npm ci from
 # tests/interop/package-lock.json) when node_modules is missing or older than
-# the lockfile. Without them that test reports "skipped", not passed.
+# the lockfile. Without them that test fails.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "test: installing nodejs npm"
   sudo=""
@@ -27,6 +27,31 @@ if [[ ! -f $interop/node_modules/.package-lock.json ||
       $interop/package.json -nt $interop/node_modules/.package-lock.json ]]; then
   echo "test: npm ci in $interop"
   (cd "$interop" && npm ci --no-audit --no-fund)
+fi
+
+# A short run of every libFuzzer target (fuzz/, docs/RELIABILITY.md
+# "Fuzzers") on its seed corpus: clang++ and its libFuzzer runtime are
+# installed when missing. A crash or sanitizer report fails the run.
+# TALLY_TEST_FUZZ_SECONDS=0 leaves it out (local runs); CI always runs it.
+fuzz_seconds=${TALLY_TEST_FUZZ_SECONDS:-10}
+if [[ "${CI:-}" == "true" && $fuzz_seconds -lt 10 ]]; then fuzz_seconds=10; fi
+if [[ $fuzz_seconds -gt 0 ]]; then
+  fuzz_packages=()
+  command -v clang++ >/dev/null || fuzz_packages+=(clang)
+  dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" ||
+    fuzz_packages+=(libclang-rt-14-dev)
+  if ((${#fuzz_packages[@]})); then
+    echo "test: installing ${fuzz_packages[*]}"
+    sudo=""
+    if [[ $(id -u) -ne 0 ]]; then
+      command -v sudo >/dev/null || { echo "test: need root or sudo to install ${fuzz_packages[*]}" >&2; exit 1; }
+      sudo="sudo"
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${fuzz_packages[@]}"
+  fi
+  echo "test: fuzzing every decoder for ${fuzz_seconds} s each (scripts/fuzz.sh)"
+  SECONDS_PER_TARGET=$fuzz_seconds scripts/fuzz.sh
 fi
 
 cd build

@@ -10,9 +10,10 @@
 # then runs the package's own mocha suite (dist/test.js) against the same
 # node, removes the data dir and exits with the tests' code.
 #
-# Exit 77 (CTest SKIP_RETURN_CODE) only when node or the npm package is
-# missing: `npm ci` in tests/interop installs it (scripts/test.sh does that
-# before ctest, and installs node/npm when they are missing).
+# A missing node or npm package is a failure, not a skip (a test whose tool
+# is missing fails): `npm ci` in tests/interop installs the package
+# (scripts/test.sh does that before ctest, and installs node/npm when they
+# are missing).
 #
 # Environment: TALLY_INTEROP_DURABILITY (none), TALLY_INTEROP_PARTITIONS (64),
 # TALLY_INTEROP_TIMEOUT_MS (30000, the JS test's overall bound).
@@ -26,14 +27,14 @@ if [[ -z "$tallyd" || ! -x "$tallyd" ]]; then
 fi
 
 if ! command -v node >/dev/null 2>&1; then
-  echo "interop: SKIPPED: node is not installed (scripts/test.sh installs nodejs and npm)" >&2
-  exit 77
+  echo "interop: FAILED: node is not installed (scripts/test.sh installs nodejs and npm)" >&2
+  exit 1
 fi
 if [[ ! -f "$here/node_modules/antidote_ts_client/package.json" ||
       ! -x "$here/node_modules/.bin/mocha" ]]; then
-  echo "interop: SKIPPED: npm packages antidote_ts_client and mocha are not installed;" \
+  echo "interop: FAILED: npm packages antidote_ts_client and mocha are not installed;" \
        "run 'npm ci' in $here (scripts/test.sh does it)" >&2
-  exit 77
+  exit 1
 fi
 installed=$(node -p "require('$here/node_modules/antidote_ts_client/package.json').version")
 echo "interop: node $(node --version), antidote_ts_client $installed"
