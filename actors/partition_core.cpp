@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "common/log.hpp"
+#include "crdt/map_op_shape.hpp"
 #include "protocol/request_limits.hpp"
 
 namespace tally {
@@ -590,7 +591,14 @@ partition_core::age_of(const tx_id& tx) const {
 
 bool partition_core::same_op(const object_key& key, crdt_type type,
                              const crdt_effect& effect, const tx_update& u) {
-  return key == u.key && type == u.type && effect == u.effect;
+  if (key != u.key || type != u.type)
+    return false;
+  // A resent map update is prepared anew, with fresh tokens: it is the same
+  // operation when its shape is (the entries it updates and their nested
+  // counter deltas; crdt/map_op_shape.hpp), as op_digest compares it.
+  if (auto shape = map_op_shape(effect))
+    return shape == map_op_shape(u.effect);
+  return effect == u.effect;
 }
 
 error partition_core::conflicting_reuse(const op_id& id, const tx_update& u) {
@@ -600,7 +608,8 @@ error partition_core::conflicting_reuse(const op_id& id, const tx_update& u) {
                       + ": it was already used for another operation than "
                         "this one on " + u.key.bucket.substr(0, 64) + "/"
                       + u.key.key.substr(0, 64)
-                      + " (a retry must resend the same key and delta; a "
+                      + " (a retry must resend the same key and delta, or "
+                        "for a map the same entries and nested deltas; a "
                         "new operation needs a new op id)");
 }
 

@@ -252,7 +252,9 @@ void prepare_writes(caf::actor_system& sys, std::shared_ptr<const node_context> 
           return done(st.err());
         // A bcounter's op id (its effects add): the partition's exactly-once
         // gate, as for counters; the effect has no tokens, so a resend
-        // prepares the same effect and digest.
+        // prepares the same effect and digest. A map update's op id (for
+        // its nested counters): a resend is prepared anew with fresh tokens,
+        // and the gate compares its shape (crdt/map_op_shape.hpp).
         out[*p].push_back(tx_update{u.object.key, u.object.type, std::move(*eff),
                                     std::get<crdt_op>(u.op).id});
       }

@@ -60,6 +60,11 @@ commands:
                                           a register (T: lwwreg or mvreg)
   flag enable|disable|reset|read <bucket> <key> [--type T]
                                           a flag (T: flag_ew or flag_dw)
+  map update <bucket> <key> <entry> <op> [value...] [<entry> <op>...]
+  map remove|reset|read <bucket> <key> [entry...] [--type T]
+                                          a map's entries (T: rrmap, the
+                                          default, or gmap); entry is
+                                          TYPE:NAME, e.g. counter:apples inc 3
   status                                  is the node reachable, and how fast
   cluster status                          members and partition ownership
   cluster leave [NODE-ID]                 ask a member to leave the cluster
@@ -132,6 +137,29 @@ constexpr const char* flag_usage =
 Enables, disables or resets the flag <bucket>/<key> (enable-wins flag_ew by
 default, disable-wins flag_dw), or reads it: '<bucket>/<key> = true'.
 example: tally flag enable shop open; tally flag read shop open
+)";
+
+constexpr const char* map_usage =
+  R"(usage: tally [options] map update <bucket> <key> <entry> <op> [value...] [<entry> <op> [value...]]...
+       tally [options] map remove <bucket> <key> <entry>...
+       tally [options] map reset|read <bucket> <key>
+       (each takes --type rrmap|gmap; rrmap, remove-resets, is the default)
+
+Updates entries of the map <bucket>/<key> in one static transaction, removes
+entries or every entry (reset; rrmap only: a gmap only grows), or reads it,
+one entry per line as '  TYPE:NAME = value'. An entry is TYPE:NAME, keyed
+by both (counter:x and orset:x are two entries), with these ops:
+  counter:NAME, fatcounter:NAME   inc [delta], dec [amount] (default 1)
+  orset:NAME, rwset:NAME          add E..., remove E..., reset
+  lwwreg:NAME, mvreg:NAME         set V, reset
+  flag_ew:NAME, flag_dw:NAME      enable, disable, reset
+set, reg and flag stand for orset, lwwreg and flag_ew. A set's elements run
+to the next argument that names an entry (TYPE:NAME with a type above).
+An update with a counter inside carries an op id, so a retry after a
+timeout counts its increments once.
+examples: tally map update shop cart counter:apples inc 3 set:tags add red
+          tally map remove shop cart set:tags
+          tally map read shop cart
 )";
 
 constexpr const char* status_usage =
@@ -348,6 +376,198 @@ int run_typed(client& c, const typed_args& a) {
   for (const auto& v : a.values)
     std::cout << ' ' << v;
   std::cout << "  (committed at " << brief_clock(*clock) << ")\n";
+  return exit_ok;
+}
+
+// `map`: entries of a gmap or rrmap, named TYPE:NAME.
+struct map_args {
+  std::string verb;
+  bound_object object;
+  std::vector<update_op> updates; // each names its entry (bucket unused)
+  std::vector<map_key> removes;
+  std::string summary; // the operations as typed, for the reply
+};
+
+/// The entry type TYPE:NAME names, for types a map entry can be from the
+/// command line; nullopt for anything else.
+std::optional<crdt_type> entry_type(std::string_view name) {
+  if (name == "set")
+    return crdt_type::orset;
+  if (name == "reg")
+    return crdt_type::lwwreg;
+  if (name == "flag")
+    return crdt_type::flag_ew;
+  for (auto t : {crdt_type::counter, crdt_type::fatcounter, crdt_type::orset, crdt_type::rwset,
+                 crdt_type::lwwreg, crdt_type::mvreg, crdt_type::flag_ew, crdt_type::flag_dw})
+    if (to_string(t) == name)
+      return t;
+  return std::nullopt;
+}
+
+/// TYPE:NAME as a map key; nullopt unless TYPE is an entry type.
+std::optional<map_key> parse_entry(const std::string& arg) {
+  auto colon = arg.find(':');
+  if (colon == std::string::npos)
+    return std::nullopt;
+  auto type = entry_type(std::string_view{arg}.substr(0, colon));
+  if (!type)
+    return std::nullopt;
+  return map_key{arg.substr(colon + 1), *type};
+}
+
+/// One nested operation `verb values` on the entry `entry`.
+update_op entry_op(const map_key& entry, const std::string& verb,
+                   const std::vector<std::string>& values) {
+  const std::string where = "map: " + std::string{to_string(entry.type)} + ":" + entry.key;
+  object_key key{"", entry.key};
+  auto no_values = [&] {
+    if (!values.empty())
+      bad_usage(where + " " + verb + " takes no values", map_usage);
+  };
+  switch (entry.type) {
+    case crdt_type::counter:
+    case crdt_type::fatcounter: {
+      if (verb != "inc" && verb != "dec")
+        bad_usage(where + ": unknown op '" + verb + "' (a counter takes inc or dec)", map_usage);
+      if (values.size() > 1)
+        bad_usage(where + " " + verb + " takes one amount", map_usage);
+      std::int64_t amount = 1;
+      if (!values.empty()) {
+        auto d = parse_int(values.front());
+        if (!d || (verb == "dec" && *d == INT64_MIN))
+          bad_usage(where + ": amount '" + values.front() + "' is not a 64-bit integer",
+                    map_usage);
+        amount = *d;
+      }
+      return update_op{bound_object{key, entry.type},
+                       counter_op{counter_update{verb == "dec" ? -amount : amount}, std::nullopt}};
+    }
+    case crdt_type::orset:
+    case crdt_type::rwset:
+      if (verb == "reset") {
+        no_values();
+        return reset_op(key, entry.type);
+      }
+      if (verb != "add" && verb != "remove")
+        bad_usage(where + ": unknown op '" + verb + "' (a set takes add, remove or reset)",
+                  map_usage);
+      if (values.empty())
+        bad_usage(where + " " + verb + " needs elements", map_usage);
+      return verb == "add" ? set_add_op(key, values, entry.type)
+                           : set_remove_op(key, values, entry.type);
+    case crdt_type::lwwreg:
+    case crdt_type::mvreg:
+      if (verb == "reset") {
+        no_values();
+        return reset_op(key, entry.type);
+      }
+      if (verb != "set")
+        bad_usage(where + ": unknown op '" + verb + "' (a register takes set or reset)",
+                  map_usage);
+      if (values.size() != 1)
+        bad_usage(where + " set takes one value", map_usage);
+      return register_assign_op(key, values.front(), entry.type);
+    default: // flags
+      no_values();
+      if (verb == "reset")
+        return reset_op(key, entry.type);
+      if (verb != "enable" && verb != "disable")
+        bad_usage(where + ": unknown op '" + verb + "' (a flag takes enable, disable or reset)",
+                  map_usage);
+      return flag_op(key, verb == "enable", entry.type);
+  }
+}
+
+map_args parse_map(std::vector<std::string> args) {
+  crdt_type type = crdt_type::rrmap;
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--type") {
+      kept.push_back(args[i]);
+      continue;
+    }
+    if (i + 1 >= args.size())
+      bad_usage("map: --type needs a type", map_usage);
+    const auto& t = args[++i];
+    if (t != "rrmap" && t != "gmap")
+      bad_usage("map: --type '" + t + "' is not a map type (rrmap or gmap)", map_usage);
+    type = t == "gmap" ? crdt_type::gmap : crdt_type::rrmap;
+  }
+  if (kept.size() < 3)
+    bad_usage("map takes a verb, <bucket> and <key>", map_usage);
+  map_args out{kept[0], bound_object{object_key{kept[1], kept[2]}, type}, {}, {}, {}};
+  const std::vector<std::string> rest(kept.begin() + 3, kept.end());
+  const auto& v = out.verb;
+  if (v == "read" || v == "reset") {
+    if (!rest.empty())
+      bad_usage("map " + v + " takes no entries", map_usage);
+    if (v == "reset" && type == crdt_type::gmap)
+      bad_usage("map reset: a gmap only grows (use an rrmap)", map_usage);
+    return out;
+  }
+  if (v == "remove") {
+    if (type == crdt_type::gmap)
+      bad_usage("map remove: a gmap only grows (use an rrmap)", map_usage);
+    if (rest.empty())
+      bad_usage("map remove needs entries (TYPE:NAME)", map_usage);
+    for (const auto& a : rest) {
+      auto e = parse_entry(a);
+      if (!e)
+        bad_usage("map remove: '" + a + "' is not an entry (TYPE:NAME)", map_usage);
+      out.removes.push_back(*e);
+      out.summary += (out.summary.empty() ? "remove " : " ") + a;
+    }
+    return out;
+  }
+  if (v != "update")
+    bad_usage("map: unknown verb '" + v + "' (update, remove, reset or read)", map_usage);
+  if (rest.empty())
+    bad_usage("map update needs <entry> <op> [value...]", map_usage);
+  for (std::size_t i = 0; i < rest.size();) {
+    auto e = parse_entry(rest[i]);
+    if (!e)
+      bad_usage("map update: '" + rest[i] + "' is not an entry (TYPE:NAME, e.g. counter:apples)",
+                map_usage);
+    if (i + 1 >= rest.size())
+      bad_usage("map update: " + rest[i] + " needs an op", map_usage);
+    const std::string verb = rest[i + 1];
+    std::size_t j = i + 2;
+    while (j < rest.size() && !parse_entry(rest[j]))
+      ++j;
+    std::vector<std::string> values(rest.begin() + static_cast<long>(i + 2),
+                                    rest.begin() + static_cast<long>(j));
+    out.updates.push_back(entry_op(*e, verb, values));
+    if (!out.summary.empty())
+      out.summary += ", ";
+    for (std::size_t k = i; k < j; ++k)
+      out.summary += (k == i ? "" : " ") + rest[k];
+    i = j;
+  }
+  return out;
+}
+
+int run_map(client& c, const map_args& a) {
+  const auto& key = a.object.key;
+  if (a.verb == "read") {
+    auto r = c.read_values({a.object});
+    if (!r)
+      return report(c, r.err());
+    const auto& entries = std::get<map_value>(r->values.front()).entries;
+    std::cout << name_of(key) << " (" << to_string(a.object.type) << ")"
+              << (entries.empty() ? ": empty\n" : ":\n");
+    for (const auto& e : entries)
+      std::cout << "  " << to_string(e.key.type) << ':' << e.key.key << " = "
+                << format_value(e.value, e.key.type) << '\n';
+    std::cout << "(snapshot " << brief_clock(r->clock) << ")\n";
+    return exit_ok;
+  }
+  update_op op = a.verb == "reset" ? reset_op(key, a.object.type)
+                                   : map_op(key, a.updates, a.removes, a.object.type);
+  auto clock = c.update_ops({op});
+  if (!clock)
+    return report(c, clock.err());
+  std::cout << name_of(key) << ": " << (a.verb == "reset" ? "reset" : a.summary)
+            << "  (committed at " << brief_clock(*clock) << ")\n";
   return exit_ok;
 }
 
@@ -1179,6 +1399,7 @@ int main(int argc, char** argv) {
                       : command == "set"    ? set_usage
                       : command == "reg"    ? reg_usage
                       : command == "flag"   ? flag_usage
+                      : command == "map"    ? map_usage
                                             : nullptr;
   if (command == "help") {
     std::cout << main_usage;
@@ -1201,8 +1422,11 @@ int main(int argc, char** argv) {
   std::vector<bound_object> objects;
   std::vector<txn_op> ops;
   std::optional<typed_args> typed;
+  std::optional<map_args> map;
   if (command == "set" || command == "reg" || command == "flag")
     typed = parse_typed(command, rest);
+  else if (command == "map")
+    map = parse_map(rest);
   else if (command == "inc")
     inc = parse_inc(rest);
   else if (command == "read")
@@ -1219,6 +1443,8 @@ int main(int argc, char** argv) {
     return run_inc(*c, *inc);
   if (typed)
     return run_typed(*c, *typed);
+  if (map)
+    return run_map(*c, *map);
   if (command == "read")
     return run_read(*c, objects);
   if (command == "txn")

@@ -170,7 +170,9 @@ void run_help(std::FILE* out) {
                "and prints\n"
                "throughput and latency per operation type, errors, and the "
                "exactly-once\n"
-               "check (every key read back).\n"
+               "check (every key read back; for --type set or register, the "
+               "read-back\n"
+               "check of docs/BENCH.md).\n"
                "See docs/BENCH.md.\n"
                "\n"
                "  --target URL        antidote://127.0.0.1:8087 (tallyd or "
@@ -269,6 +271,8 @@ int run_load(const args& a) {
   std::vector<ld::target> nodes;
   if (auto e = ld::parse_targets(target_text, nodes); !e.empty())
     return usage_error(e, run_help);
+  if (nodes.front().protocol == ld::target::kind::redis && w.type != ld::data_kind::counter)
+    return usage_error("redis:// targets run --type counter only", run_help);
   tally::bench::warn_if_unoptimized();
   if (w.connections < nodes.size())
     std::fprintf(stderr,

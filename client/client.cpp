@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "crdt/map_op_shape.hpp"
 #include "protocol/descriptor.hpp"
 
 namespace tally {
@@ -189,8 +190,12 @@ void client::assign_op_ids(std::vector<update_op>& ops) {
   for (auto& u : ops) {
     if (auto* c = std::get_if<counter_op>(&u.op); c && !c->id)
       c->id = next_op_id();
-    if (auto* g = std::get_if<crdt_op>(&u.op);
-        g && !g->id && std::holds_alternative<b_counter_update>(g->update))
+    auto* g = std::get_if<crdt_op>(&u.op);
+    if (!g || g->id)
+      continue;
+    // Effects that add: a bcounter's, and a map's with nested counters.
+    const auto* m = std::get_if<map_update>(&g->update);
+    if (std::holds_alternative<b_counter_update>(g->update) || (m && has_nested_counter(*m)))
       g->id = next_op_id();
   }
 }

@@ -161,8 +161,8 @@ public:
 
   /// Values of any type (read() refuses non-counter values).
   expected<std::vector<crdt_value>> read_values(const std::vector<bound_object>& objects);
-  /// Updates of any type (the *_op helpers); a counter_op without an op id
-  /// gets the next one.
+  /// Updates of any type (the *_op helpers); op ids are given as by
+  /// client::update_ops.
   status update_ops(std::vector<update_op> ops);
 
   /// Commits; the commit clock bytes. The transaction is over either way.
@@ -239,11 +239,12 @@ public:
   expected<read_result> read(const std::vector<bound_object>& objects,
                              std::optional<std::string> clock = std::nullopt);
 
-  /// A static update of any types (the *_op helpers above); a counter_op
-  /// or bcounter operation without an op id gets the next one. Retried like
-  /// update(): resends of counter and bcounter updates are recognised by op
-  /// id, and a resent set, register or flag operation reads as once (an add
-  /// or assign repeated), not deduplicated.
+  /// A static update of any types (the *_op helpers above); a counter_op,
+  /// a bcounter operation or a map operation with a counter inside (at any
+  /// depth) without an op id gets the next one. Retried like update():
+  /// resends of these are recognised by op id (a map update's as a whole),
+  /// and a resent set, register or flag operation reads as once (an add or
+  /// assign repeated), not deduplicated.
   expected<std::string> update_ops(std::vector<update_op> ops);
   /// A static read of objects of any type (read() refuses non-counter
   /// values with errc::wrong_type). Retried.
@@ -308,7 +309,8 @@ private:
   void absorb(const std::string& clock);
 
   std::vector<update_op> to_ops(const std::vector<counter_inc>& updates);
-  /// Gives every counter_op and bcounter crdt_op without an op id the next one.
+  /// Gives every counter_op, bcounter crdt_op and map crdt_op with a nested
+  /// counter without an op id the next one.
   void assign_op_ids(std::vector<update_op>& ops);
 
   /// Sends frames[already_sent..] (frames before were written on the

@@ -9,6 +9,7 @@
 #include "common/crc32c.hpp"
 #include "common/hash.hpp"
 #include "common/membuf.hpp"
+#include "crdt/map_op_shape.hpp"
 
 namespace tally {
 
@@ -268,7 +269,17 @@ std::uint64_t op_digest(const object_key& key, crdt_type type,
   bytes.append(key.bucket);
   bytes.append(key.key);
   bytes.push_back(static_cast<char>(type));
-  bytes.append(encode_effect(effect));
+  // A map update's resend is prepared anew (fresh tokens and timestamps):
+  // its digest covers its shape, the entries it updates and their nested
+  // counter deltas (crdt/map_op_shape.hpp). Maps carried no op id before,
+  // so no stored digest changes meaning; the marker byte keeps the two
+  // kinds of input apart.
+  if (auto shape = map_op_shape(effect)) {
+    bytes.push_back('S');
+    bytes.append(*shape);
+  } else {
+    bytes.append(encode_effect(effect));
+  }
   auto h = hash_bytes(bytes, 0x6f7069645f646967ull); // "opid_dig"
   return h == 0 ? 1 : h;
 }

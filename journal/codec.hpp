@@ -96,7 +96,10 @@ std::string encode_op_key(const op_id& id);
 /// The operation an op id was used for, as a 64-bit digest: a retry must
 /// carry the same key, type and effect as the original (docs/FORMAT.md,
 /// "Op-id index"). MurmurHash64A of the encoded object key, the type byte
-/// and encode_effect(effect). Never 0 (0 would read as "unknown").
+/// and encode_effect(effect); for a map effect, 'S' and its shape instead
+/// (crdt/map_op_shape.hpp: the entries updated and nested counter deltas,
+/// the same for every prepare of one map update). Never 0 (0 would read as
+/// "unknown").
 std::uint64_t op_digest(const object_key& key, crdt_type type,
                         const crdt_effect& effect);
 

@@ -79,16 +79,22 @@ expected<bound_object> decode_bound_object(const pb::ApbBoundObject& msg) {
   return out;
 }
 
+expected<op_id> decode_op_id(const pb::ApbTallyOpId& id) {
+  if (!id.has_client())
+    return missing("TallyOpId", "client");
+  if (!id.has_seq())
+    return missing("TallyOpId", "seq");
+  return op_id{id.client(), id.seq()};
+}
+
 expected<counter_op> decode_counter_op(const pb::ApbCounterUpdate& msg) {
   counter_op out;
   out.update.delta = msg.has_inc() ? msg.inc() : 1;
   if (msg.has_tally_op_id()) {
-    const auto& id = msg.tally_op_id();
-    if (!id.has_client())
-      return missing("TallyOpId", "client");
-    if (!id.has_seq())
-      return missing("TallyOpId", "seq");
-    out.id = op_id{id.client(), id.seq()};
+    auto id = decode_op_id(msg.tally_op_id());
+    if (!id)
+      return id.err();
+    out.id = *id;
   }
   return out;
 }
@@ -180,6 +186,11 @@ expected<crdt_update> decode_operation(crdt_type type, const pb::ApbUpdateOperat
       }
       if (!is_counter_type(type))
         break;
+      if (op.counterop().has_tally_op_id())
+        return make_error(errc::invalid_argument,
+                          "a counter inside a map carries no op id; the map update does "
+                          "(ApbMapUpdate field 100) in "
+                            + where);
       return crdt_update{counter_update{inc}};
     }
     case op_kind::set: {
@@ -217,6 +228,10 @@ expected<crdt_update> decode_operation(crdt_type type, const pb::ApbUpdateOperat
     case op_kind::map: {
       if (!is_map_type(type))
         break;
+      if (depth > 1 && op.mapop().has_tally_op_id())
+        return make_error(errc::invalid_argument,
+                          "only the outermost map update carries an op id ("
+                            + where + ")");
       map_update out;
       for (const auto& nested : op.mapop().updates()) {
         if (!nested.has_key() || !nested.key().has_key() || !nested.key().has_type())
@@ -285,6 +300,12 @@ expected<update_op> decode_update_op(const pb::ApbUpdateOp& msg) {
     if (!counter)
       return counter.err();
     typed.id = counter->id;
+  }
+  if (*kind == op_kind::map && op.mapop().has_tally_op_id()) {
+    auto id = decode_op_id(op.mapop().tally_op_id());
+    if (!id)
+      return id.err();
+    typed.id = *id;
   }
   out.op = std::move(typed);
   return out;
@@ -558,8 +579,12 @@ void fill_operation(pb::ApbUpdateOperation& out, const crdt_update& in) {
 
 void fill(pb::ApbUpdateOperation& out, const crdt_op& in) {
   fill_operation(out, in.update);
-  if (in.id && out.has_counterop()) {
-    auto* id = out.mutable_counterop()->mutable_tally_op_id();
+  pb::ApbTallyOpId* id = nullptr;
+  if (in.id && out.has_counterop())
+    id = out.mutable_counterop()->mutable_tally_op_id();
+  else if (in.id && out.has_mapop())
+    id = out.mutable_mapop()->mutable_tally_op_id();
+  if (id) {
     id->set_client(in.id->client);
     id->set_seq(in.id->seq);
   }

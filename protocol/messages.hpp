@@ -87,8 +87,10 @@ struct unsupported_op {
 /// docs/PROTOCOL.md, "Operations of every type".
 struct crdt_op {
   crdt_update update;
-  /// Tally extension, bcounter only (ApbCounterUpdate field 100): its
-  /// increments and decrements add, so a resend is recognised by op id.
+  /// Tally extension for the operations whose effects add, so that a
+  /// resend is recognised by op id: a bcounter's (ApbCounterUpdate field
+  /// 100) and a map update's, for its nested counters (ApbMapUpdate field
+  /// 100, outermost map only). Other operations carry none.
   std::optional<op_id> id = std::nullopt;
 
   friend bool operator==(const crdt_op& a, const crdt_op& b);

@@ -29,6 +29,10 @@ std::string bucket_of(const workload& w, std::uint64_t k) {
 
 std::string key_of(std::uint64_t k) { return "k" + std::to_string(k); }
 
+std::string element_of(std::uint64_t i) { return "e" + std::to_string(i); }
+
+std::string register_value_of(std::uint64_t id) { return "v" + std::to_string(id); }
+
 std::unique_ptr<driver> make_antidote_driver(const target& t,
                                              const workload& w,
                                              std::uint64_t salt);
@@ -70,7 +74,7 @@ public:
       last_ = encode_request(req);
     } else {
       static_update_objects_req req;
-      req.updates = updates(o.update_keys);
+      req.updates = updates(o);
       last_ = encode_request(req);
     }
     auto bytes = encode_frame(last_);
@@ -117,8 +121,40 @@ public:
       auto* s = std::get_if<static_read_objects_resp>(&*r);
       if (!s || !s->objects.success)
         return "read-back failed: " + describe(*r);
-      for (auto& v : s->objects.values)
-        out.push_back(std::get<std::int64_t>(v));
+      for (auto& v : s->objects.values) {
+        const auto* n = std::get_if<std::int64_t>(&v);
+        if (!n)
+          return "read-back: a key of the counter workload is no counter";
+        out.push_back(*n);
+      }
+    }
+    return {};
+  }
+
+  std::string read_typed(const std::vector<std::uint64_t>& keys,
+                         std::vector<std::vector<std::string>>& out) override {
+    out.clear();
+    for (std::size_t i = 0; i < keys.size(); i += 200) {
+      std::vector<std::uint64_t> part(
+        keys.begin() + static_cast<std::ptrdiff_t>(i),
+        keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), i + 200)));
+      static_read_objects_req req;
+      req.objects = objects(part);
+      auto r = call(req);
+      if (!r)
+        return r.err().to_string();
+      auto* s = std::get_if<static_read_objects_resp>(&*r);
+      if (!s || !s->objects.success)
+        return "read-back failed: " + describe(*r);
+      for (auto& v : s->objects.values) {
+        if (auto* elements = std::get_if<std::vector<std::string>>(&v))
+          out.push_back(*elements);
+        else if (auto* value = std::get_if<std::string>(&v))
+          out.push_back({*value});
+        else
+          return "read-back: a key of the " + std::string(to_string(w_.type))
+                 + " workload holds another type";
+      }
     }
     return {};
   }
@@ -135,24 +171,48 @@ private:
     return client_clock::now() + timeout();
   }
 
+  crdt_type object_type() const {
+    switch (w_.type) {
+    case data_kind::set:
+      return crdt_type::orset;
+    case data_kind::reg:
+      return crdt_type::lwwreg;
+    case data_kind::counter:
+      break;
+    }
+    return crdt_type::counter;
+  }
+
   std::vector<bound_object> objects(const std::vector<std::uint64_t>& keys) {
     std::vector<bound_object> v;
     v.reserve(keys.size());
     for (auto k : keys)
-      v.push_back({object_key{bucket_of(w_, k), key_of(k)}, crdt_type::counter});
+      v.push_back({object_key{bucket_of(w_, k), key_of(k)}, object_type()});
     return v;
   }
 
-  std::vector<update_op> updates(const std::vector<std::uint64_t>& keys) {
+  std::vector<update_op> updates(const op& o) {
     std::vector<update_op> v;
-    v.reserve(keys.size());
-    for (auto k : keys) {
-      counter_op c;
-      c.update.delta = w_.inc;
-      if (w_.op_ids)
-        c.id = op_id{client_id_, ++seq_};
-      v.push_back({{object_key{bucket_of(w_, k), key_of(k)}, crdt_type::counter},
-                   c});
+    v.reserve(o.update_keys.size());
+    for (std::size_t i = 0; i < o.update_keys.size(); ++i) {
+      const auto k = o.update_keys[i];
+      bound_object obj{object_key{bucket_of(w_, k), key_of(k)}, object_type()};
+      if (w_.type == data_kind::counter) {
+        counter_op c;
+        c.update.delta = w_.inc;
+        if (w_.op_ids)
+          c.id = op_id{client_id_, ++seq_};
+        v.push_back({std::move(obj), c});
+        continue;
+      }
+      // Sets and registers carry no op id: a resend reads as once.
+      const typed_write& t = o.writes.at(i);
+      crdt_update u = register_update{register_assign{register_value_of(t.item), std::nullopt}};
+      if (w_.type == data_kind::set) {
+        std::vector<std::string> e{element_of(t.item)};
+        u = t.remove ? set_update{set_remove{std::move(e)}} : set_update{set_add{std::move(e)}};
+      }
+      v.push_back({std::move(obj), crdt_op{std::move(u)}});
     }
     return v;
   }
@@ -251,7 +311,7 @@ private:
     }
     if (!o.update_keys.empty()) {
       update_objects_req uq;
-      uq.updates = reuse ? *reuse : updates(o.update_keys);
+      uq.updates = reuse ? *reuse : updates(o);
       uq.transaction_descriptor = desc;
       if (!reuse)
         last_tx_updates_ = uq.updates;

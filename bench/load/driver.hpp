@@ -9,6 +9,7 @@
 // - redis_driver: hiredis. GET/INCRBY for static-single, MGET for a
 //   multi-key read, MULTI/INCRBY.../EXEC for a multi-key update; interactive
 //   transactions are one GET round trip per read, then MULTI/INCRBY.../EXEC.
+//   Counters only (run() refuses --type set|register for a redis target).
 #pragma once
 
 #include <cstdint>
@@ -20,12 +21,21 @@
 
 namespace tally::load {
 
+/// What a set or register update does to one key: a set adds (or
+/// removes) the element element_of(item); a register is assigned
+/// register_value_of(item).
+struct typed_write {
+  bool remove = false;
+  std::uint64_t item = 0;
+};
+
 /// One operation of the workload.
 struct op {
   enum class type : std::uint8_t { read = 0, update = 1, txn = 2 };
   type kind = type::read;
   std::vector<std::uint64_t> read_keys;
-  std::vector<std::uint64_t> update_keys; // each gets +workload::inc
+  std::vector<std::uint64_t> update_keys; // counters: each gets +workload::inc
+  std::vector<typed_write> writes; // sets, registers: one per update key
   bool dup = false; // an update sent twice, same op ids (simulated lost ack)
 };
 
@@ -56,6 +66,10 @@ public:
   /// Reads the counters (static reads in batches); empty on success.
   virtual std::string read_values(const std::vector<std::uint64_t>& keys,
                                   std::vector<std::int64_t>& out) = 0;
+  /// Reads the sets (sorted elements) or registers (one value each) of
+  /// workload::type, in batches; empty on success.
+  virtual std::string read_typed(const std::vector<std::uint64_t>& keys,
+                                 std::vector<std::vector<std::string>>& out) = 0;
   virtual void close() = 0;
 };
 
@@ -63,6 +77,10 @@ public:
 /// "<bucket>-<k % buckets>", key "k<k>").
 std::string bucket_of(const workload& w, std::uint64_t k);
 std::string key_of(std::uint64_t k);
+/// A set workload's element `i` ("e<i>") and a register workload's value
+/// `id` ("v<id>").
+std::string element_of(std::uint64_t i);
+std::string register_value_of(std::uint64_t id);
 
 /// `salt` makes op-id client ids differ between the drivers of one run.
 std::unique_ptr<driver> make_driver(const target& t, const workload& w,

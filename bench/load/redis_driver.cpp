@@ -35,6 +35,10 @@ public:
                           std::vector<std::int64_t>&) override {
     return connect();
   }
+  std::string read_typed(const std::vector<std::uint64_t>&,
+                         std::vector<std::vector<std::string>>&) override {
+    return connect();
+  }
   void close() override {}
 };
 } // namespace
@@ -139,6 +143,11 @@ public:
       r = receive();
     }
     return r;
+  }
+
+  std::string read_typed(const std::vector<std::uint64_t>&,
+                         std::vector<std::vector<std::string>>&) override {
+    return "the redis driver runs counter workloads only";
   }
 
   std::string read_values(const std::vector<std::uint64_t>& keys,

@@ -46,6 +46,8 @@ struct worker_result {
   std::uint64_t resent = 0;
   std::uint64_t unknown = 0;
   std::unordered_map<std::uint64_t, std::int64_t> expected;
+  std::unordered_map<std::uint64_t, set_marks> sets;           // --type set
+  std::unordered_map<std::uint64_t, register_marks> registers; // --type register
 };
 
 class worker {
@@ -118,7 +120,31 @@ private:
     }
     if (!o.update_keys.empty() && w_.retry_rate > 0)
       o.dup = std::uniform_real_distribution<double>{0, 1}(rng_) < w_.retry_rate;
+    for (std::size_t i = 0; i < o.update_keys.size() && w_.type != data_kind::counter; ++i) {
+      typed_write t;
+      if (w_.type == data_kind::set) {
+        t.remove = (rng_() & 1) != 0;
+        t.item = std::uniform_int_distribution<std::uint64_t>{0, w_.elements - 1}(rng_);
+      } else {
+        // Unique in the run: the connection in the high bits.
+        t.item = (static_cast<std::uint64_t>(index_ + 1) << 40) | ++values_;
+      }
+      o.writes.push_back(t);
+    }
+    mark_sent(o);
     return o;
+  }
+
+  // Sets and registers: what was sent to each key, acknowledged or not.
+  void mark_sent(const op& o) {
+    for (std::size_t i = 0; i < o.writes.size(); ++i) {
+      const auto k = o.update_keys[i];
+      const auto& t = o.writes[i];
+      if (w_.type == data_kind::set)
+        (t.remove ? r_.sets[k].remove_sent : r_.sets[k].add_sent) |= std::uint64_t{1} << t.item;
+      else
+        r_.registers[k].sent.insert(t.item);
+    }
   }
 
   bool may_start(steady::time_point now) {
@@ -132,8 +158,19 @@ private:
   }
 
   void credit(const op& o) {
-    for (auto k : o.update_keys)
-      r_.expected[k] += w_.inc;
+    if (w_.type == data_kind::counter) {
+      for (auto k : o.update_keys)
+        r_.expected[k] += w_.inc;
+      return;
+    }
+    for (std::size_t i = 0; i < o.writes.size(); ++i) {
+      const auto k = o.update_keys[i];
+      const auto& t = o.writes[i];
+      if (w_.type == data_kind::reg)
+        r_.registers[k].acked = true;
+      else if (!t.remove)
+        r_.sets[k].add_acked |= std::uint64_t{1} << t.item;
+    }
   }
 
   void record(const op& o, steady::time_point sent, steady::time_point now,
@@ -320,6 +357,7 @@ private:
   std::mt19937_64 rng_;
   std::unique_ptr<driver> driver_;
   worker_result r_;
+  std::uint64_t values_ = 0; // register values this worker assigned
   std::size_t cur_sec_ = 0;
   second_stats cur_;
   steady::time_point next_start_{}; // --rate: the next scheduled start
@@ -347,18 +385,53 @@ void progress_loop(shared_state& s, std::atomic<bool>& stop) {
   std::fprintf(stderr, "\r%78s\r", "");
 }
 
-/// Reads every key (for the exactly-once check). Empty on success.
-std::string read_all(const target& t, const workload& w,
-                     std::vector<std::int64_t>& values) {
+/// Every key's value: counters in `counts`, sets and registers in `typed`
+/// (for the exactly-once and read-back checks). Empty on success.
+struct key_values {
+  std::vector<std::int64_t> counts;
+  std::vector<std::vector<std::string>> typed;
+};
+std::string read_all(const target& t, const workload& w, key_values& values) {
   auto d = make_driver(t, w, 0);
   if (auto e = d->connect(); !e.empty())
     return e;
   std::vector<std::uint64_t> keys(w.keys);
   for (std::uint64_t k = 0; k < w.keys; ++k)
     keys[k] = k;
-  auto e = d->read_values(keys, values);
+  auto e = w.type == data_kind::counter ? d->read_values(keys, values.counts)
+                                        : d->read_typed(keys, values.typed);
   d->close();
   return e;
+}
+
+// The read-back check of a set or register workload (readback.hpp).
+void check_typed(const workload& w, const key_values& before, const key_values& after,
+                 const std::unordered_map<std::uint64_t, set_marks>& sets,
+                 const std::unordered_map<std::uint64_t, register_marks>& registers,
+                 result& res) {
+  static const set_marks no_set;
+  static const register_marks no_register;
+  for (std::uint64_t k = 0; k < w.keys; ++k) {
+    const auto& b = before.typed.at(k);
+    const auto& a = after.typed.at(k);
+    std::string why;
+    if (w.type == data_kind::set) {
+      auto m = sets.find(k);
+      why = check_set(b, a, m == sets.end() ? no_set : m->second, w.elements);
+      res.items_after += a.size();
+      res.keys_nonempty += a.empty() ? 0 : 1;
+    } else {
+      auto m = registers.find(k);
+      const std::string vb = b.empty() ? std::string{} : b.front();
+      const std::string va = a.empty() ? std::string{} : a.front();
+      why = check_register(vb, va, m == registers.end() ? no_register : m->second);
+      res.keys_nonempty += va.empty() ? 0 : 1;
+    }
+    if (why.empty())
+      continue;
+    if (res.keys_off++ == 0)
+      res.first_off = bucket_of(w, k) + "/" + key_of(k) + ": " + why;
+  }
 }
 
 /// Keys above this are not read back (the check would take too long).
@@ -395,8 +468,16 @@ result run(const std::vector<target>& nodes, const workload& w) {
   const target& t = nodes.front(); // the read-back's node
   res.target = targets_text(nodes);
   res.workload = describe(w);
+  res.counters = w.type == data_kind::counter;
+  for (const auto& n : nodes)
+    if (n.protocol == target::kind::redis && w.type != data_kind::counter) {
+      res.failed = true;
+      res.failure = "redis:// targets run --type counter only (no set or register "
+                    "workload for Redis)";
+      return res;
+    }
   const bool verify = w.verify && w.keys <= verify_key_limit;
-  std::vector<std::int64_t> before;
+  key_values before;
   if (verify) {
     if (auto e = read_all(t, w, before); !e.empty()) {
       res.failed = true;
@@ -446,6 +527,8 @@ result run(const std::vector<target>& nodes, const workload& w) {
   res.seconds = std::max(
     0.0, std::chrono::duration<double>(finished - s.measure_start).count());
   std::unordered_map<std::uint64_t, std::int64_t> expected;
+  std::unordered_map<std::uint64_t, set_marks> sets;
+  std::unordered_map<std::uint64_t, register_marks> registers;
   for (auto& wk : workers) {
     auto& r = wk->result();
     if (!r.failure.empty() && !res.failed) {
@@ -462,19 +545,26 @@ result run(const std::vector<target>& nodes, const workload& w) {
     res.unknown_updates += r.unknown;
     for (auto& [k, d] : r.expected)
       expected[k] += d;
+    for (auto& [k, m] : r.sets)
+      sets[k].merge(m);
+    for (auto& [k, m] : r.registers)
+      registers[k].merge(m);
   }
   auto it = res.errors.find("aborted");
   res.aborts = it == res.errors.end() ? 0 : it->second;
   res.timeline = std::move(s.timeline);
 
   if (verify) {
-    std::vector<std::int64_t> after;
+    key_values after;
     if (auto e = read_all(t, w, after); !e.empty()) {
       res.verify_note = "read-back failed: " + e;
+    } else if (!res.counters) {
+      res.verified = true;
+      check_typed(w, before, after, sets, registers, res);
     } else {
       res.verified = true;
       for (std::uint64_t k = 0; k < w.keys; ++k) {
-        const std::int64_t delta = after[k] - before[k];
+        const std::int64_t delta = after.counts[k] - before.counts[k];
         auto e2 = expected.find(k);
         const std::int64_t want = e2 == expected.end() ? 0 : e2->second;
         res.expected_sum += want;
@@ -518,7 +608,17 @@ void print_table(std::FILE* out, const result& r) {
     std::fprintf(out, "%s=%llu ", kind.c_str(),
                  static_cast<unsigned long long>(count));
   std::fprintf(out, "(aborts %llu)\n", static_cast<unsigned long long>(r.aborts));
-  if (r.verified) {
+  if (r.verified && !r.counters) {
+    std::fprintf(out, "read-back: %llu of the keys off, %llu keys non-empty",
+                 static_cast<unsigned long long>(r.keys_off),
+                 static_cast<unsigned long long>(r.keys_nonempty));
+    if (r.items_after)
+      std::fprintf(out, ", %llu elements in all",
+                   static_cast<unsigned long long>(r.items_after));
+    std::fprintf(out, " (%llu updates resent)\n", static_cast<unsigned long long>(r.resent));
+    if (r.keys_off)
+      std::fprintf(out, "first key off: %s\n", r.first_off.c_str());
+  } else if (r.verified) {
     std::fprintf(out,
                  "exactly-once: expected sum %lld, actual %lld, relative error "
                  "%.6f (%llu of the keys off; %llu updates resent",
@@ -622,8 +722,10 @@ std::vector<std::pair<std::string, double>> figures(const result& r) {
     f.push_back({n + " p99.9 ms", ms(r.latency[t].percentile(0.999))});
   }
   f.push_back({"errors", static_cast<double>(r.total_errors())});
-  if (r.verified)
+  if (r.verified && r.counters)
     f.push_back({"exactly-once rel. error", r.relative_error()});
+  else if (r.verified)
+    f.push_back({"read-back keys off", static_cast<double>(r.keys_off)});
   return f;
 }
 

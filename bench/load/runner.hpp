@@ -11,6 +11,7 @@
 
 #include "bench/load/driver.hpp"
 #include "bench/load/histogram.hpp"
+#include "bench/load/readback.hpp"
 #include "bench/load/workload.hpp"
 
 namespace tally::load {
@@ -34,13 +35,19 @@ struct result {
   std::uint64_t aborts = 0;   // errors of kind "aborted"
   std::uint64_t resent = 0;   // updates sent twice (--retry-rate)
   std::vector<second_stats> timeline;
-  // Exactly-once check (all phases, warmup included).
+  // Exactly-once check (all phases, warmup included); for sets and
+  // registers the read-back check.
   bool verified = false;
   std::string verify_note;    // why not verified, or the read-back error
   std::int64_t expected_sum = 0;
   std::int64_t actual_sum = 0;
   std::uint64_t keys_off = 0; // keys whose value is not the expected one
   std::uint64_t unknown_updates = 0; // outcome unknown (connection lost)
+  // Sets and registers (--type): the read-back check (bench/load/readback.hpp)
+  // instead of sums; keys_off counts the keys it refuses.
+  std::uint64_t keys_nonempty = 0; // keys holding elements (or a value) after
+  std::uint64_t items_after = 0;   // elements of every set after (sets)
+  std::string first_off;           // the first key refused, and why
 
   std::uint64_t total_ops() const { return ops[0] + ops[1] + ops[2]; }
   std::uint64_t total_errors() const;
@@ -49,6 +56,7 @@ struct result {
   }
   /// (actual - expected) / |expected|; 0 when both are 0.
   double relative_error() const;
+  bool counters = true; // a counter workload (the sum check)
 };
 
 /// Runs `w` against `t`. `progress`: live line on stderr (when a terminal).

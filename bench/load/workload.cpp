@@ -157,6 +157,18 @@ std::string targets_text(const std::vector<target>& nodes) {
   return s;
 }
 
+const char* to_string(data_kind k) noexcept {
+  switch (k) {
+  case data_kind::counter:
+    return "counter";
+  case data_kind::set:
+    return "set";
+  case data_kind::reg:
+    return "register";
+  }
+  return "?";
+}
+
 const char* workload_help() {
   return "workload options:\n"
          "  --duration S        measured seconds (default 10 unless --ops)\n"
@@ -170,19 +182,27 @@ const char* workload_help() {
          "                      measured from each operation's scheduled start,\n"
          "                      so a server that falls behind shows it (default:\n"
          "                      as fast as the server answers)\n"
-         "  --keys N            counters (default 1000)\n"
+         "  --keys N            objects (default 1000)\n"
+         "  --type T            what they are: counter (updates add --inc),\n"
+         "                      set (an orset; each update adds or removes,\n"
+         "                      even odds, one element of a pool of\n"
+         "                      --elements) or register (an lwwreg; each\n"
+         "                      update assigns a value unique to the run);\n"
+         "                      reads read the object (default counter;\n"
+         "                      redis:// targets: counter only)\n"
+         "  --elements N        a set's element pool, 1-64 (default 16)\n"
          "  --dist D            uniform | zipf:<s> | pareto:<a> | sequential\n"
          "  --ratio R:W         reads to updates (default 80:20)\n"
          "  --mode M            static-single | static-multi:<r>:<w> |\n"
          "                      interactive:<r>:<w> (default static-single)\n"
-         "  --inc N             increment of each update (default 1)\n"
+         "  --inc N             increment of each counter update (default 1)\n"
          "  --warmup S          unmeasured seconds first (default 0)\n"
          "  --bucket NAME       bucket (key prefix for redis; default bench)\n"
          "  --buckets N         spread the keys over N buckets (default 1)\n"
          "  --seed S            seed of the key and mix draws (default 1)\n"
          "  --retry-rate p      send this fraction of updates twice, same op "
          "id\n"
-         "  --op-ids on|off     Tally's op ids on updates (default on);\n"
+         "  --op-ids on|off     Tally's op ids on counter updates (default on);\n"
          "                      --no-op-ids = --op-ids off (for AntidoteDB)\n"
          "  --no-verify         skip the final read-back of every key\n"
          "  --timeout-ms MS     reply deadline (default 5000)\n"
@@ -228,7 +248,8 @@ std::string parse_workload(const std::vector<std::string_view>& args,
       "--duration", "--ops",  "--connections", "--outstanding", "--keys",
       "--dist",     "--ratio", "--mode",       "--inc",         "--warmup",
       "--bucket",   "--buckets", "--seed",     "--retry-rate",  "--op-ids",
-      "--csv",      "--svg",  "--timeout-ms", "--rate"};
+      "--csv",      "--svg",  "--timeout-ms", "--rate",      "--type",
+      "--elements"};
     bool known = false;
     for (const char* v : valued)
       known = known || arg == v;
@@ -308,6 +329,18 @@ std::string parse_workload(const std::vector<std::string_view>& args,
           return "--mode " + quoted(value)
                  + ": <r>:<w> are key counts (0-1000, static-multi: both >= 1)";
       }
+    } else if (arg == "--type") {
+      if (value == "counter")
+        w.type = data_kind::counter;
+      else if (value == "set")
+        w.type = data_kind::set;
+      else if (value == "register")
+        w.type = data_kind::reg;
+      else
+        return "--type takes counter, set or register, got " + quoted(value);
+    } else if (arg == "--elements") {
+      if (!parse_unsigned(value, w.elements, 1, 64))
+        return "--elements takes 1-64, got " + quoted(value);
     } else if (arg == "--inc") {
       if (!parse_i64(value, w.inc) || w.inc == 0)
         return "--inc takes a non-zero 64-bit integer, got " + quoted(value);
@@ -366,16 +399,21 @@ std::string describe(const workload& w) {
                     ? "zipf:" + std::to_string(w.dist_param)
                     : "pareto:" + std::to_string(w.dist_param);
   std::string s = m;
+  if (w.type != data_kind::counter)
+    s = std::string(to_string(w.type)) + " " + s;
   if (w.mode != mode_kind::interactive)
     s += " " + std::to_string(w.read_weight) + ":" + std::to_string(w.write_weight);
-  s += ", " + std::to_string(w.keys) + " keys " + d + ", "
-       + std::to_string(w.connections) + " conns x "
+  s += ", " + std::to_string(w.keys) + " keys " + d;
+  if (w.type == data_kind::set)
+    s += " (" + std::to_string(w.elements) + " elements)";
+  s += ", " + std::to_string(w.connections) + " conns x "
        + std::to_string(w.outstanding) + " outstanding";
   if (w.rate > 0)
     s += ", rate " + std::to_string(static_cast<long long>(w.rate)) + " ops/s";
   if (w.retry_rate > 0)
     s += ", retry-rate " + std::to_string(w.retry_rate);
-  s += w.op_ids ? ", op ids on" : ", op ids off";
+  if (w.type == data_kind::counter) // sets and registers carry none
+    s += w.op_ids ? ", op ids on" : ", op ids off";
   return s;
 }
 

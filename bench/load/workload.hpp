@@ -13,6 +13,10 @@
 namespace tally::load {
 
 enum class dist_kind { uniform, zipf, pareto, sequential };
+/// What the keys hold (--type): counters (updates increment), add-wins sets
+/// (updates add or remove one element of a pool), LWW registers (updates
+/// assign a value unique to the run).
+enum class data_kind { counter, set, reg };
 enum class mode_kind { static_single, static_multi, interactive };
 
 struct target {
@@ -52,6 +56,8 @@ struct workload {
   mode_kind mode = mode_kind::static_single;
   unsigned mode_reads = 1;           // static-multi / interactive r
   unsigned mode_writes = 1;          // static-multi / interactive w
+  data_kind type = data_kind::counter; // --type counter|set|register
+  unsigned elements = 16;            // --elements N: a set's element pool (1-64)
   std::int64_t inc = 1;              // --inc N
   double warmup_s = 0;               // --warmup S
   std::string bucket = "bench";      // --bucket NAME
@@ -73,6 +79,9 @@ struct workload {
 std::string parse_workload(const std::vector<std::string_view>& args,
                            workload& w,
                            std::vector<std::string_view>& positional);
+
+/// "counter", "set", "register".
+const char* to_string(data_kind k) noexcept;
 
 /// The option list, for help texts.
 const char* workload_help();

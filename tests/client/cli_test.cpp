@@ -441,6 +441,78 @@ BOOST_AUTO_TEST_CASE(set_reg_and_flag_commands_against_a_real_node) {
     BOOST_TEST(contains(r.err, "usage:"), r.err);
   }
 }
+
+// map against a real tallyd: entries of every CLI type updated in one
+// command, read back one per line, removed (rrmap), reset; a gmap refuses
+// removes at the door; usage errors (exit 2) change nothing stored; a wrong
+// map type is the node's error (exit 1).
+BOOST_AUTO_TEST_CASE(map_commands_against_a_real_node) {
+  test::temp_dir dir;
+  test::server node{dir.path + "/data", "none"};
+  BOOST_REQUIRE(node.start());
+  auto port = std::to_string(node.port);
+  auto ok = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 0, r.err);
+    return r.out;
+  };
+  auto up = ok({"map", "update", "shop", "cart", "counter:apples", "inc", "3", "set:tags", "add",
+                "red", "green", "reg:note", "set", "gift wrap", "flag:paid", "enable"});
+  BOOST_TEST(contains(up, "shop/cart: counter:apples inc 3, set:tags add red green, "
+                          "reg:note set gift wrap, flag:paid enable  (committed at"),
+             up);
+  ok({"map", "update", "shop", "cart", "counter:apples", "dec", "1", "counter:pears", "inc"});
+  auto read = ok({"map", "read", "shop", "cart"});
+  BOOST_TEST(contains(read, "shop/cart (rrmap):\n" // sorted by name, then type
+                            "  counter:apples = 2\n"
+                            "  lwwreg:note = \"gift wrap\"\n"
+                            "  flag_ew:paid = true\n"
+                            "  counter:pears = 1\n"
+                            "  orset:tags = {green, red}\n"),
+             read);
+  ok({"map", "remove", "shop", "cart", "set:tags", "flag_ew:paid"});
+  read = ok({"map", "read", "shop", "cart"});
+  BOOST_TEST(!contains(read, "tags"), read);
+  BOOST_TEST(!contains(read, "paid"), read);
+  BOOST_TEST(contains(read, "  counter:apples = 2\n"), read); // counters have no reset
+  ok({"map", "update", "shop", "g", "counter:n", "inc", "5", "--type", "gmap"});
+  BOOST_TEST(contains(ok({"map", "read", "shop", "g", "--type", "gmap"}),
+                      "shop/g (gmap):\n  counter:n = 5\n"));
+  ok({"map", "update", "shop", "r", "rwset:s", "add", "x"});
+  ok({"map", "reset", "shop", "r"});
+  BOOST_TEST(contains(ok({"map", "read", "shop", "r"}), "shop/r (rrmap): empty\n"));
+
+  auto wrong = run_cli({"--port", port, "map", "read", "shop", "cart", "--type", "gmap"});
+  BOOST_TEST(wrong.code == 1, wrong.err);
+  BOOST_TEST(contains(wrong.err, "rrmap"), wrong.err);
+  for (auto args : std::vector<std::vector<std::string>>{
+         {"map", "update", "shop", "cart"},                           // no entry
+         {"map", "update", "shop", "cart", "counter:apples"},         // no op
+         {"map", "update", "shop", "cart", "apples", "inc"},          // no TYPE:
+         {"map", "update", "shop", "cart", "bcounter:b", "inc"},      // not from the CLI
+         {"map", "update", "shop", "cart", "counter:apples", "add", "x"},
+         {"map", "update", "shop", "cart", "counter:apples", "inc", "1", "2"},
+         {"map", "update", "shop", "cart", "counter:apples", "inc", "lots"},
+         {"map", "update", "shop", "cart", "set:tags", "add"},        // no elements
+         {"map", "update", "shop", "cart", "reg:note", "set", "a", "b"},
+         {"map", "update", "shop", "cart", "flag:paid", "enable", "x"},
+         {"map", "remove", "shop", "cart"},                           // no entry
+         {"map", "remove", "shop", "g", "counter:n", "--type", "gmap"},
+         {"map", "reset", "shop", "g", "--type", "gmap"},
+         {"map", "read", "shop", "cart", "counter:apples"},
+         {"map", "get", "shop", "cart"},
+         {"map", "read", "shop", "cart", "--type", "orset"}}) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(contains(r.err, "usage: tally [options] map"), r.err);
+  }
+  BOOST_TEST(contains(ok({"map", "read", "shop", "cart"}), "  counter:apples = 2\n"));
+  auto help = run_cli({"--help"});
+  BOOST_TEST(contains(help.out, "map update <bucket> <key> <entry> <op>"), help.out);
+  BOOST_TEST(contains(ok({"map", "--help"}), "counter:NAME, fatcounter:NAME"));
+}
 #endif
 
 BOOST_AUTO_TEST_SUITE_END()

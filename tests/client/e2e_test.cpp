@@ -169,6 +169,42 @@ BOOST_AUTO_TEST_CASE(an_update_resent_with_its_op_ids_is_applied_once) {
              == 5);
 }
 
+// Issue 16: a map update with a nested increment, resent with its op id
+// (as the client's retries do), is applied once; a new op id applies again.
+BOOST_AUTO_TEST_CASE(a_map_update_resent_with_its_op_id_counts_its_nested_increment_once) {
+  tallyd_process node;
+  auto c = connect_to(node.port(), 2000ms, 3);
+  const object_key cart{"e2e-map", "cart"};
+  auto update = map_op(cart, {update_op{bound_object{{"", "apples"}, crdt_type::counter},
+                                        counter_op{counter_update{3}, std::nullopt}},
+                              set_add_op({"", "tags"}, {"red"})});
+  auto apples = [&] {
+    auto r = c.read_values({{cart, crdt_type::rrmap}});
+    BOOST_REQUIRE_MESSAGE(r, (r ? std::string{} : r.err().to_string()));
+    for (const auto& e : std::get<map_value>(r->values.at(0)).entries)
+      if (e.key == map_key{"apples", crdt_type::counter})
+        return std::get<std::int64_t>(e.value);
+    return std::int64_t{-1};
+  };
+  std::get<crdt_op>(update.op).id = c.next_op_id();
+  BOOST_REQUIRE(c.update_ops({update}));
+  BOOST_REQUIRE(c.update_ops({update})); // acknowledged, dismissed
+  BOOST_TEST(apples() == 3);
+  // update_ops gives a map with a nested counter the next op id itself.
+  auto fresh = update;
+  std::get<crdt_op>(fresh.op).id.reset();
+  BOOST_REQUIRE(c.update_ops({fresh}));
+  BOOST_TEST(apples() == 6);
+  // The same op id for another delta is refused, nothing applied.
+  auto other = map_op(cart, {update_op{bound_object{{"", "apples"}, crdt_type::counter},
+                                       counter_op{counter_update{4}, std::nullopt}}});
+  std::get<crdt_op>(other.op).id = std::get<crdt_op>(update.op).id;
+  auto refused = c.update_ops({other});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.err().message().find("conflicting reuse") != std::string::npos);
+  BOOST_TEST(apples() == 6);
+}
+
 BOOST_AUTO_TEST_CASE(retries_across_a_paused_node_apply_each_update_once) {
   tallyd_process node;
   auto c = connect_to(node.port(), 200ms, 5); // retry window 2 s < R = 5 s

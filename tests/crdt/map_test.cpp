@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "crdt/crdt_codec.hpp"
+#include "crdt/map_op_shape.hpp"
 #include "tests/crdt/causal_simulation.hpp"
 
 using namespace tally;
@@ -198,6 +199,48 @@ BOOST_AUTO_TEST_CASE(bytes_nesting_deeper_than_the_limit_are_refused) {
   BOOST_TEST(deep.err().message().find("nesting") != std::string::npos);
   // Far deeper input is refused just as well, without exhausting the stack.
   BOOST_TEST(!decode_typed_state(bytes(100000)).has_value());
+}
+
+// The exactly-once gate compares a map update's shape: a resend prepared at
+// a later state (fresh tokens, the original's remove applied) has the same
+// shape; another delta, entry or nested map content does not.
+BOOST_AUTO_TEST_CASE(a_map_update_prepared_again_later_keeps_its_shape) {
+  auto update = [](std::int64_t apples) {
+    map_update u = updates({nested("apples", crdt_type::counter, counter_update{apples}),
+                            nested("tags", crdt_type::orset, set_update{set_add{{"red"}}}),
+                            nested("inner", crdt_type::gmap,
+                                   updates({nested("n", crdt_type::counter, counter_update{2})}))});
+    u.removes = {map_key{"old", crdt_type::orset}};
+    return u;
+  };
+  auto start = after(crdt_type::rrmap, make_state(crdt_type::rrmap),
+                     updates({nested("old", crdt_type::orset, set_update{set_add{{"x"}}})}), 1);
+  downstream_context first_ctx{token_source{2}, 1};
+  auto first = prepare(crdt_type::rrmap, start, update(3), first_ctx);
+  TALLY_REQUIRE_OK(first);
+  auto later = start;
+  TALLY_REQUIRE_OK(apply(crdt_type::rrmap, later, *first));
+  downstream_context again_ctx{token_source{3}, 2};
+  auto again = prepare(crdt_type::rrmap, later, update(3), again_ctx);
+  TALLY_REQUIRE_OK(again);
+  BOOST_TEST(!(*first == *again)); // fresh tokens, nothing left to remove
+  BOOST_REQUIRE(map_op_shape(*first).has_value());
+  BOOST_TEST((map_op_shape(*first) == map_op_shape(*again)));
+  downstream_context other_ctx{token_source{4}, 3};
+  auto other = prepare(crdt_type::rrmap, later, update(4), other_ctx);
+  TALLY_REQUIRE_OK(other);
+  BOOST_TEST((map_op_shape(*first) != map_op_shape(*other)));
+  auto fewer = prepare(crdt_type::rrmap, later,
+                       updates({nested("apples", crdt_type::counter, counter_update{3})}),
+                       other_ctx);
+  TALLY_REQUIRE_OK(fewer);
+  BOOST_TEST((map_op_shape(*first) != map_op_shape(*fewer)));
+  BOOST_TEST(!map_op_shape(any_effect{counter_effect{3}}).has_value());
+  BOOST_TEST(has_nested_counter(update(3)));
+  BOOST_TEST(!has_nested_counter(updates({nested("t", crdt_type::orset, set_update{set_add{{"a"}}})})));
+  BOOST_TEST(has_nested_counter(
+    updates({nested("i", crdt_type::gmap,
+                    updates({nested("n", crdt_type::fatcounter, counter_update{1})}))})));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

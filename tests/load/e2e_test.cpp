@@ -124,6 +124,50 @@ BOOST_AUTO_TEST_CASE(a_fixed_rate_paces_the_load) {
   BOOST_TEST(r.seconds < 3.0);
 }
 
+// Issue 16: set and register workloads against tallyd, with resends: no
+// errors, and every key read back is a state the run can have left
+// (bench/load/readback.hpp), with most keys written.
+BOOST_AUTO_TEST_CASE(set_and_register_workloads_run_without_errors_and_read_back) {
+  tallyd_process node;
+  for (auto type : {data_kind::set, data_kind::reg}) {
+    workload w = small(800);
+    w.type = type;
+    w.bucket = std::string("bench-") + to_string(type); // a key keeps its type
+    w.keys = 50;
+    w.buckets = 8;
+    w.elements = 8;
+    w.read_weight = 1;
+    w.write_weight = 3;
+    w.retry_rate = 0.1;
+    result r = run(node.url(), w);
+    report(r);
+    BOOST_TEST_CONTEXT(to_string(type)) {
+      BOOST_REQUIRE_MESSAGE(!r.failed, r.failure);
+      BOOST_TEST(r.total_ops() == 800u);
+      BOOST_TEST(r.ops[0] == 200u); // reads
+      BOOST_TEST(r.ops[1] == 600u); // updates
+      BOOST_TEST(r.errors.empty());
+      BOOST_TEST(r.resent > 0u);
+      BOOST_REQUIRE(r.verified);
+      BOOST_TEST(!r.counters);
+      BOOST_TEST(r.keys_off == 0u, r.first_off);
+      // 600 updates over 50 keys: every key written (a set may be empty
+      // again after its removes, most are not).
+      BOOST_TEST(r.keys_nonempty >= (type == data_kind::reg ? 50u : 25u));
+      if (type == data_kind::set)
+        BOOST_TEST(r.items_after <= 50u * 8u);
+    }
+  }
+  // Redis has no set or register workload: refused, nothing run.
+  target redis;
+  BOOST_REQUIRE(parse_target("redis://127.0.0.1:6379", redis) == "");
+  workload w = small(10);
+  w.type = data_kind::set;
+  result r = run(redis, w);
+  BOOST_TEST(r.failed);
+  BOOST_TEST(r.failure.find("counter only") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(without_op_ids_the_resends_apply_twice) {
   tallyd_process node;
   workload w = small(400);

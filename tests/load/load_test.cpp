@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/load/driver.hpp"
 #include "bench/load/histogram.hpp"
+#include "bench/load/readback.hpp"
 #include "bench/load/runner.hpp"
 #include "bench/load/workload.hpp"
 #include "tests/support/seeded_rng.hpp"
@@ -245,6 +247,22 @@ BOOST_AUTO_TEST_CASE(bad_options_are_named) {
   BOOST_TEST(parse_error({"--inc", "0"}).rfind("--inc", 0) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(the_data_type_and_element_pool_parse) {
+  workload w;
+  BOOST_TEST((w.type == data_kind::counter));
+  BOOST_TEST(parse({"--type", "set", "--elements", "64"}, w) == "");
+  BOOST_TEST((w.type == data_kind::set && w.elements == 64u));
+  BOOST_TEST(describe(w).rfind("set static-single", 0) == 0u);
+  BOOST_TEST(describe(w).find("(64 elements)") != std::string::npos);
+  BOOST_TEST(describe(w).find("op ids") == std::string::npos);
+  BOOST_TEST(parse({"--type=register"}, w) == "");
+  BOOST_TEST((w.type == data_kind::reg));
+  BOOST_TEST(parse_error({"--type", "map"}) == "--type takes counter, set or register, got 'map'");
+  BOOST_TEST(parse_error({"--elements", "65"}) == "--elements takes 1-64, got '65'");
+  BOOST_TEST(parse_error({"--elements", "0"}) == "--elements takes 1-64, got '0'");
+  BOOST_TEST(std::string(workload_help()).find("--type T") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(targets_are_loopback_urls) {
   target t;
   BOOST_TEST(parse_target("antidote://127.0.0.1:8087", t) == "");
@@ -332,6 +350,43 @@ BOOST_AUTO_TEST_CASE(bad_list_entries_are_named) {
   BOOST_TEST(has(e, "listed twice"));
   // A refused list leaves `out` alone.
   BOOST_TEST(ts.size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The read-back check of set and register workloads (bench/load/readback.hpp).
+BOOST_AUTO_TEST_SUITE(readback)
+
+using strings = std::vector<std::string>;
+
+BOOST_AUTO_TEST_CASE(a_set_holds_what_was_added_and_not_removed) {
+  set_marks m;
+  m.add_sent = m.add_acked = 0b0011; // e0, e1 added
+  m.remove_sent = 0b0010;            // e1 removed too
+  BOOST_TEST(check_set({}, {"e0"}, m, 4) == "");
+  BOOST_TEST(check_set({}, {"e0", "e1"}, m, 4) == ""); // add-wins, or the remove first
+  BOOST_TEST(check_set({"e3"}, {"e0", "e3"}, m, 4) == "");
+  BOOST_TEST(check_set({}, {}, m, 4).find("'e0' was added") != std::string::npos);
+  BOOST_TEST(check_set({}, {"e0", "e2"}, m, 4).find("'e2' is present") != std::string::npos);
+  BOOST_TEST(check_set({"e3"}, {"e0"}, m, 4).find("'e3' was there before") != std::string::npos);
+  BOOST_TEST(check_set({}, {"e0", "x"}, m, 4) != "");
+  // An add sent but not acknowledged may or may not have applied.
+  m.add_acked = 0;
+  BOOST_TEST(check_set({}, {}, m, 4) == "");
+  BOOST_TEST(check_set({}, {"e0"}, m, 4) == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_register_holds_a_value_assigned_to_it) {
+  register_marks m;
+  BOOST_TEST(check_register("old", "old", m) == "");
+  BOOST_TEST(check_register("old", "v1", m) != "");
+  m.sent = {1, 2};
+  BOOST_TEST(check_register("old", "old", m) == ""); // none acknowledged
+  BOOST_TEST(check_register("old", register_value_of(2), m) == "");
+  m.acked = true;
+  BOOST_TEST(check_register("old", "old", m).find("not one of the 2 values") != std::string::npos);
+  BOOST_TEST(check_register("", register_value_of(3), m) != "");
+  BOOST_TEST(check_register("", register_value_of(1), m) == "");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -436,6 +436,49 @@ BOOST_AUTO_TEST_CASE(operation_id_needs_client_and_sequence) {
   BOOST_TEST((op.id == op_id{5, 1}));
 }
 
+BOOST_AUTO_TEST_CASE(a_map_update_carries_one_op_id_on_the_outermost_map_only) {
+  // Decoded from ApbMapUpdate field 100 and encoded there again.
+  auto m = one_update(pb::RRMAP);
+  auto* mapop = m.mutable_updates(0)->mutable_operation()->mutable_mapop();
+  auto* nested = mapop->add_updates();
+  nested->mutable_key()->set_key("n");
+  nested->mutable_key()->set_type(pb::COUNTER);
+  nested->mutable_update()->mutable_counterop()->set_inc(3);
+  mapop->mutable_tally_op_id()->set_client(7);
+  mapop->mutable_tally_op_id()->set_seq(2);
+  auto r = decode_request(122, body_of(m));
+  BOOST_REQUIRE_MESSAGE(r.has_value(), (r ? std::string{} : r.err().to_string()));
+  const auto& op = std::get<crdt_op>(std::get<static_update_objects_req>(*r).updates.at(0).op);
+  BOOST_TEST((op.id == op_id{7, 2}));
+  update_objects_req req{{}, descriptor};
+  req.updates.push_back(update_op{obj("b", "m", crdt_type::gmap), op});
+  BOOST_TEST((round_trip(request{req}) == request{req}));
+  // Half an op id is refused as for counters.
+  mapop->mutable_tally_op_id()->clear_seq();
+  BOOST_TEST(decode_error(msg_code::static_update_objects, body_of(m)).message().find("'seq'")
+             != std::string::npos);
+  mapop->clear_tally_op_id();
+  // A counter inside a map carries none: refused, not silently dropped.
+  nested->mutable_update()->mutable_counterop()->mutable_tally_op_id()->set_client(7);
+  nested->mutable_update()->mutable_counterop()->mutable_tally_op_id()->set_seq(3);
+  auto e = decode_error(msg_code::static_update_objects, body_of(m));
+  BOOST_TEST(e.code() == errc::invalid_argument);
+  BOOST_TEST(e.message().find("carries no op id") != std::string::npos);
+  // Nor does a nested map.
+  nested->mutable_update()->mutable_counterop()->clear_tally_op_id();
+  auto* inner = mapop->add_updates();
+  inner->mutable_key()->set_key("inner");
+  inner->mutable_key()->set_type(pb::GMAP);
+  auto* inner_map = inner->mutable_update()->mutable_mapop();
+  inner_map->mutable_tally_op_id()->set_client(7);
+  inner_map->mutable_tally_op_id()->set_seq(4);
+  e = decode_error(msg_code::static_update_objects, body_of(m));
+  BOOST_TEST(e.code() == errc::invalid_argument);
+  BOOST_TEST(e.message().find("outermost") != std::string::npos);
+  inner_map->clear_tally_op_id();
+  BOOST_TEST(decode_request(122, body_of(m)).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(no_snapshot_encodings_decode_as_absent_timestamp) {
   const std::string ignore25("\x83\x64\x00\x06ignore", 10);
   const std::string ignore26("\x83\x77\x06ignore", 9);
