@@ -133,6 +133,40 @@ std::set<std::uint32_t> named_partitions(const std::string& refusal) {
   return parse_ranges(refusal.substr(at, end - at));
 }
 
+// True when, in a `cluster status` text, every partition's primary is its
+// owner: each member's "owns" ranges equal its row in the primary table.
+// Then reads go to the owners' copies, re-created ones included.
+bool primaries_are_owners(const std::string& status) {
+  std::map<std::string, std::set<std::uint32_t>> owns, leads;
+  std::istringstream in{status};
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("tally@", 0) != 0)
+      continue;
+    std::vector<std::string> f;
+    for (std::size_t at = 0;;) {
+      auto bar = line.find(" | ", at);
+      f.push_back(line.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+      if (bar == std::string::npos)
+        break;
+      at = bar + 3;
+    }
+    auto ranges_in = [](const std::string& field) {
+      auto lo = field.find('['), hi = field.find(']');
+      auto inner = field.substr(lo + 1, hi - lo - 1);
+      return inner == "-" ? std::set<std::uint32_t>{} : parse_ranges(inner);
+    };
+    auto id = f[0].substr(0, f[0].find(' '));
+    if (f.size() == 5)
+      owns[id] = ranges_in(f[3]);
+    else if (f.size() == 2)
+      leads[id] = ranges_in(f[1]);
+  }
+  for (auto& [id, ps] : owns)
+    if (!ps.empty() && leads[id] != ps)
+      return false;
+  return !leads.empty();
+}
+
 // Waits (bounded) until `pred(status text of node i)` holds for every node
 // in `live`; false at the limit.
 template <class Pred>
@@ -180,10 +214,11 @@ BOOST_AUTO_TEST_SUITE(cluster_remove_tests)
 
 // n_val 3 on 4 nodes: node 3 is killed with kill -9 and removed through
 // node 0. Its copies are re-created on the three others from the
-// surviving copies (so `cluster status` shows 3 current copies of every
-// partition again), every key written before reads its acknowledged value,
-// and writes go on through the removal. That the re-created copies hold
-// the data is then shown by killing node 1 too: nodes 0 and 2 (two of each
+// surviving copies: `cluster status` shows 3 current copies of every
+// partition again, each led by its owner (so the partitions node 3 owned
+// are read from their re-created copies), every key written before reads
+// its acknowledged value through every node, and writes go on through the
+// removal. Then node 1 is killed too: nodes 0 and 2 (two of each
 // partition's three copies) still read every acknowledged value. Removing
 // a live node or the asked node itself is refused.
 BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_nothing) {
@@ -229,7 +264,8 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
         return s.find("copies: every partition has 3 current copies") != std::string::npos
                && s.find(dead + " | removed") != std::string::npos
                && s.find("to be re-created") == std::string::npos
-               && s.find("copies filling") == std::string::npos;
+               && s.find("copies filling") == std::string::npos
+               && primaries_are_owners(s);
       },
       std::chrono::milliseconds{90000}, last);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -238,11 +274,13 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
     BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
     BOOST_TEST(removed.find("LOST") == std::string::npos, removed);
     BOOST_TEST_REQUIRE(restored, "status never showed 3 current copies again:\n" << last);
+    BOOST_TEST_MESSAGE("node 2's status after the removal:\n" << last);
     BOOST_TEST(last.find("copy re-created from the surviving copies") != std::string::npos, last);
     BOOST_TEST_MESSAGE("3 current copies of every partition " << took << " ms after remove; "
                        << during.failures << " of 400 writes failed meanwhile"
                        << (during.failures ? ", first: " + during.first_failure : ""));
-    BOOST_TEST(during.failures < 40u, during.first_failure); // writes keep being served
+    // Writes keep being served: under 1% fail (issue 14's bar).
+    BOOST_TEST(during.failures < 4u, during.first_failure);
 
     for (std::size_t n = 0; n < 3; ++n) {
       auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
@@ -371,6 +409,7 @@ BOOST_AUTO_TEST_CASE(removing_the_only_copy_needs_force_and_names_the_lost_parti
     },
     std::chrono::milliseconds{10000}, last);
   BOOST_TEST(named, last);
+  BOOST_TEST_MESSAGE("node 1's status after the forced removal:\n" << last);
 
   // The removed node back on its old data dir learns it was removed and
   // stops; its old values are not served.
