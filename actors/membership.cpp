@@ -1270,13 +1270,19 @@ std::string status_text(mem_self self) {
   for (const auto& [id, info] : ring.members()) {
     std::vector<std::uint32_t> owns, serves;
     for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
-      if (ring.owners().owners[p] == id)
+      const bool owner = ring.owners().owners[p] == id;
+      if (owner)
         owns.push_back(p);
+      // With n_val > 1 an owner may hold its copy in replicas/<p> (one
+      // re-created after a removal): it serves that one.
       if (id == self_id(self)) {
-        if (st.local[p])
+        if (st.local[p] || (owner && replicated(self) && st.copies[p]))
           serves.push_back(p);
       } else if (auto i = st.peers.find(id);
-                 i != st.peers.end() && i->second.up && i->second.parts[p]) {
+                 i != st.peers.end() && i->second.up
+                 && (i->second.parts[p]
+                     || (owner && replicated(self) && p < i->second.copies.size()
+                         && i->second.copies[p]))) {
         serves.push_back(p);
       }
     }
@@ -1291,18 +1297,29 @@ std::string status_text(mem_self self) {
     os << "handoff in progress: partition " << st.out->p << " -> " << st.out->to << "\n";
   // Removals (docs/CLUSTER.md, "Removing a dead node"): kept in the ring
   // for the cluster's life, so a lost partition stays named as lost.
+  // A lost partition has a line of its own; copies re-created from the
+  // surviving ones are grouped per removed node.
   const auto now = wall_clock_us();
+  std::map<std::pair<node_id, bool>, std::pair<std::uint64_t, std::vector<std::uint32_t>>>
+    copied;
   for (const auto& [p, r] : ring.removals()) {
-    os << "removed " << r.from << " " << (now > r.at_us ? (now - r.at_us) / 1'000'000 : 0)
-       << " s ago: partition " << p << " ";
-    if (r.only_copy)
-      os << "LOST (its only copy was there; removed with --force) and "
-         << (r.recreated ? "re-created empty" : "to be re-created empty");
-    else
-      os << (r.recreated ? "copy re-created" : "copy to be re-created")
-         << " from the surviving copies";
-    os << " on " << ring.owners().owners[p] << "\n";
+    const auto age = (now > r.at_us ? (now - r.at_us) / 1'000'000 : 0);
+    if (!r.only_copy) {
+      auto& g = copied[{r.from, r.recreated}];
+      g.first = std::max(g.first, r.at_us);
+      g.second.push_back(p);
+      continue;
+    }
+    os << "removed " << r.from << " " << age << " s ago: partition " << p
+       << " LOST (its only copy was there; removed with --force) and "
+       << (r.recreated ? "re-created empty" : "to be re-created empty") << " on "
+       << ring.owners().owners[p] << "\n";
   }
+  for (const auto& [key, g] : copied)
+    os << "removed " << key.first << " " << (now > g.first ? (now - g.first) / 1'000'000 : 0)
+       << " s ago: copies " << (key.second ? "re-created" : "to be re-created")
+       << " from the surviving copies | " << g.second.size() << " [" << ranges(g.second)
+       << "]\n";
   if (!st.filling.empty())
     os << "copies filling on this node (not leading until caught up) | "
        << ranges(std::vector<std::uint32_t>(st.filling.begin(), st.filling.end())) << "\n";

@@ -167,6 +167,22 @@ bool primaries_are_owners(const std::string& status) {
   return !leads.empty();
 }
 
+// True when every member row that is up shows it serving what it owns.
+bool owners_serve_what_they_own(const std::string& status) {
+  const std::string up = " | up | ";
+  std::istringstream in{status};
+  for (std::string line; std::getline(in, line);) {
+    auto at = line.find(up);
+    if (line.rfind("tally@", 0) != 0 || at == std::string::npos)
+      continue;
+    auto cells = line.substr(at + up.size()); // "owns | serves"
+    auto bar = cells.find(" | ");
+    if (bar == std::string::npos || cells.substr(0, bar) != cells.substr(bar + 3))
+      return false;
+  }
+  return true;
+}
+
 // Waits (bounded) until `pred(status text of node i)` holds for every node
 // in `live`; false at the limit.
 template <class Pred>
@@ -265,7 +281,7 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
                && s.find(dead + " | removed") != std::string::npos
                && s.find("to be re-created") == std::string::npos
                && s.find("copies filling") == std::string::npos
-               && primaries_are_owners(s);
+               && primaries_are_owners(s) && owners_serve_what_they_own(s);
       },
       std::chrono::milliseconds{90000}, last);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -275,7 +291,9 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
     BOOST_TEST(removed.find("LOST") == std::string::npos, removed);
     BOOST_TEST_REQUIRE(restored, "status never showed 3 current copies again:\n" << last);
     BOOST_TEST_MESSAGE("node 2's status after the removal:\n" << last);
-    BOOST_TEST(last.find("copy re-created from the surviving copies") != std::string::npos, last);
+    BOOST_TEST(last.find("copies re-created from the surviving copies") != std::string::npos,
+               last);
+
     BOOST_TEST_MESSAGE("3 current copies of every partition " << took << " ms after remove; "
                        << during.failures << " of 400 writes failed meanwhile"
                        << (during.failures ? ", first: " + during.first_failure : ""));
