@@ -612,9 +612,10 @@ bool recreate_removed(mem_self self) {
   return marked;
 }
 
-// A copy being filled after a removal may lead once its journal has
-// reached the primary's: asked each tick (the primary's end first, then
-// this copy's, so a copy that keeps up with a busy primary passes).
+// A new copy (made after a removal, or for a node the owner table adds)
+// may lead once its journal has reached the primary's: asked each tick
+// (the primary's end first, then this copy's, so a copy that keeps up with
+// a busy primary passes).
 void check_filling(mem_self self) {
   auto& st = self->state;
   if (st.filling.empty())
@@ -643,8 +644,8 @@ void check_filling(mem_self self) {
                 st.checking.erase(p);
                 if (end < target || st.filling.erase(p) == 0)
                   return;
-                log(log_level::info, "partition ", p, ": the re-created copy has caught up with ",
-                    from, " (journal end ", end, "): n_val copies again");
+                log(log_level::info, "partition ", p, ": this node's new copy has caught up "
+                    "with ", from, " (journal end ", end, "); it counts as a current copy");
                 rebuild_routes(self);
                 gossip_all(self);
               },
