@@ -1417,8 +1417,10 @@ std::tuple<bool, std::string> remove_member(mem_self self, const node_id& who, b
     return {false, "cannot remove " + who + ": it is this node; send `cluster remove` to "
                      "another member's admin socket, or use `cluster leave` to leave with "
                      "its data"};
+  // An exited node is removable: it left, but may have died holding
+  // partitions it never handed off.
   auto m = st.ring->members().find(who);
-  if (m == st.ring->members().end() || gone(m->second.status))
+  if (m == st.ring->members().end() || m->second.status == member_status::removed)
     return {false, "cannot remove " + who + ": it is not a member of the cluster "
                      "(`cluster status` lists the members)"};
   if (auto i = st.peers.find(who); i != st.peers.end() && i->second.up)

@@ -198,8 +198,7 @@ status ring_state::leave(const node_id& node) {
 status ring_state::remove(const node_id& node, std::uint64_t now_us,
                           const std::map<std::uint32_t, bool>& held) {
   auto it = members_.find(node);
-  if (it == members_.end() || it->second.status == member_status::exited
-      || it->second.status == member_status::removed)
+  if (it == members_.end() || it->second.status == member_status::removed)
     return make_error(errc::not_found, "node " + node + " is not a member of the ring.");
   auto active = active_members();
   const bool is_active = std::find(active.begin(), active.end(), node) != active.end();

@@ -163,9 +163,10 @@ public:
   /// connected to again). `held`: the partitions it held a copy of, each
   /// with true when that copy was the only one; each is recorded as a
   /// removed_copy at `now_us`, so its next owner re-creates it.
-  /// errc::not_found when `node` is not a member, has exited or was
-  /// removed; errc::invalid_argument when it is the last joining or valid
-  /// member. Whether it is down, and whether losing an only copy is
+  /// An exited node may be removed too (it left, died before handing
+  /// everything off, and holds partitions nobody else has).
+  /// errc::not_found when `node` is not a member or was removed;
+  /// errc::invalid_argument when it is the last joining or valid member. Whether it is down, and whether losing an only copy is
   /// allowed, the caller decides (it knows liveness).
   status remove(const node_id& node, std::uint64_t now_us,
                 const std::map<std::uint32_t, bool>& held);

@@ -441,4 +441,77 @@ BOOST_AUTO_TEST_CASE(removing_the_only_copy_needs_force_and_names_the_lost_parti
     BOOST_TEST(after->values[p] == (gone.count(p) ? 1 : 5), "partition " << p);
 }
 
+// Issue 18's "handoff in progress; retry" for data that is gone: node 2
+// received its partitions by handoff when it joined, is killed, and is
+// then asked to leave (a ring change that needs no live node): the claim
+// gives its partitions to nodes 0 and 1, which wait for a handoff that
+// cannot come. Reads of them name node 2 as the holder of data that is
+// unavailable, never "handoff in progress; retry"; `remove --force` of the
+// exited node then re-creates them (empty) and they are served again.
+BOOST_AUTO_TEST_CASE(a_dead_node_that_left_is_named_as_the_holder_and_can_be_removed) {
+  local_cluster cl{"batch"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  const auto group = one_key_per_partition("left");
+  {
+    auto c = connect_to(cl.nodes[0]->port);
+    BOOST_REQUIRE(c);
+    std::vector<counter_inc> ups;
+    for (const auto& k : group)
+      ups.push_back(counter_inc{k, 7});
+    auto w = c->update(ups);
+    BOOST_REQUIRE_MESSAGE(w, (w ? "" : w.err().to_string()));
+  }
+  const auto dead = id_of(*cl.nodes[2]);
+  cl.nodes[2]->stop(SIGKILL);
+  auto left = admin_of(cl, 0, "leave", {dead});
+  BOOST_TEST_REQUIRE(left.rfind("ERROR: ", 0) == std::string::npos, left);
+
+  // Once the claim has moved its partitions (status: it owns none), its
+  // partitions' reads name it; none says "handoff in progress".
+  std::string last;
+  BOOST_REQUIRE(wait_status(
+    cl, {0, 1}, [&](const std::string& s) { return s.find(dead + " | exited | DOWN | 0 [-]") != std::string::npos; },
+    std::chrono::milliseconds{20000}, last));
+  std::set<std::uint32_t> gone;
+  std::string message;
+  {
+    auto c = connect_to(cl.nodes[0]->port);
+    BOOST_REQUIRE(c);
+    for (std::uint32_t p = 0; p < group.size(); ++p) {
+      auto r = c->read({bound_object{group[p], crdt_type::counter}});
+      if (r) {
+        BOOST_TEST(r->values[0] == 7, "partition " << p);
+        continue;
+      }
+      message = r.err().to_string();
+      gone.insert(p);
+      BOOST_TEST(r.err().code() == errc::unavailable);
+      BOOST_TEST(message.find("only copy is on node " + dead) != std::string::npos, message);
+      BOOST_TEST(message.find("unavailable until") != std::string::npos, message);
+      BOOST_TEST(message.find("handoff in progress") == std::string::npos, message);
+    }
+  }
+  BOOST_TEST_REQUIRE(!gone.empty());
+  BOOST_TEST_MESSAGE("a read of a partition the dead node held: " << message);
+
+  auto refused = admin_of(cl, 0, "remove", {dead});
+  BOOST_TEST((named_partitions(refused) == gone), refused);
+  auto forced = admin_of(cl, 1, "remove", {dead, "--force"});
+  BOOST_TEST_REQUIRE(forced.rfind("ERROR: ", 0) == std::string::npos, forced);
+  expected<read_result> got = make_error(errc::unavailable, "not tried");
+  for (auto deadline = clock_type::now() + std::chrono::seconds(30); clock_type::now() < deadline;) {
+    auto c = connect_to(cl.nodes[0]->port);
+    got = c ? c->read(bound(group)) : expected<read_result>{c.err()};
+    if (got)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.err().to_string()));
+  for (std::uint32_t p = 0; p < group.size(); ++p)
+    BOOST_TEST(got->values[p] == (gone.count(p) ? 0 : 7), "partition " << p);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -174,6 +174,18 @@ BOOST_AUTO_TEST_CASE(remove_then_claim_gives_away_every_partition_and_records_th
 BOOST_AUTO_TEST_CASE(remove_refuses_strangers_the_last_owner_and_bad_partitions_unchanged) {
   auto r = make_ring("a", 8, 2);
   BOOST_TEST(r.remove("zz", 1, {}).err().code() == errc::not_found);
+  {
+    // A node that left and died before handing everything off: removable.
+    auto left = make_ring("a", 8, 2);
+    BOOST_TEST_REQUIRE(left.join("b").has_value());
+    BOOST_TEST_REQUIRE(left.claim("a").has_value());
+    BOOST_TEST_REQUIRE(left.leave("b").has_value());
+    BOOST_TEST_REQUIRE(left.claim("a").has_value());
+    BOOST_TEST(left.members().at("b").status == member_status::exited);
+    BOOST_TEST_REQUIRE(left.remove("b", 5, {{1, true}}).has_value());
+    BOOST_TEST(left.members().at("b").status == member_status::removed);
+    BOOST_TEST(left.removals().at(1).only_copy);
+  }
   BOOST_TEST(r.remove("a", 1, {}).err().code() == errc::invalid_argument);
   BOOST_TEST_REQUIRE(r.join("b").has_value());
   const auto before = r;
