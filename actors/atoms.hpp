@@ -24,6 +24,9 @@ using gossip_atom = caf::atom_constant<caf::atom("m_gossip")>;
 using tick_atom = caf::atom_constant<caf::atom("m_tick")>;
 using status_atom = caf::atom_constant<caf::atom("m_status")>;
 using leave_atom = caf::atom_constant<caf::atom("m_leave")>;
+// (m_remove, node id, force) -> (ok, text): removes a member that is down
+// for good (`tally cluster remove`, docs/CLUSTER.md "Removing a dead node").
+using remove_atom = caf::atom_constant<caf::atom("m_remove")>;
 using connected_atom = caf::atom_constant<caf::atom("m_conn")>;
 // Is this transaction's two-phase commit still in progress on your node?
 using tx_active_atom = caf::atom_constant<caf::atom("m_txact")>;

@@ -100,7 +100,8 @@ private:
     auto fail = [reply](errc code, std::string text) {
       reply(admin_resp::failure(code, std::move(text)));
     };
-    // Anyone who reaches the client port could make the node leave: admin
+    // Anyone who reaches the client port could make the node leave (or
+    // remove a member): admin
     // requests are taken only from the admin socket (issue 18).
     if (!is_admin_session(session))
       return fail(errc::invalid_argument,
@@ -141,9 +142,29 @@ private:
               fail(errc::unavailable, "leave: " + self->system().render(e));
             });
       });
+    } else if (req.command == "remove") {
+      // remove NODE [--force] (docs/CLUSTER.md, "Removing a dead node").
+      const bool force = req.args.size() == 2 && req.args[1] == "--force";
+      if (req.args.empty() || req.args.size() > 2 || (req.args.size() == 2 && !force))
+        return fail(errc::invalid_argument, "remove takes a node id and optionally --force");
+      std::string who = req.args[0];
+      spawn_self_only(sys_, [membership, timeout, who, force, fail,
+                             reply](caf::event_based_actor* self) {
+        self->request(membership, timeout, remove_atom::value, who, force)
+          .then(
+            [reply, fail](bool ok, std::string& text) {
+              if (ok)
+                reply(admin_resp{true, std::move(text), 0});
+              else
+                fail(errc::invalid_argument, std::move(text));
+            },
+            [fail, self](caf::error& e) {
+              fail(errc::unavailable, "remove: " + self->system().render(e));
+            });
+      });
     } else {
       fail(errc::invalid_argument,
-           "unknown admin command '" + req.command + "' (known: status, leave)");
+           "unknown admin command '" + req.command + "' (known: status, leave, remove)");
     }
   }
 

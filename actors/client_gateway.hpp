@@ -11,7 +11,7 @@
 //   - interactive transactions run in actors/open_transactions.hpp: start
 //     and update are answered on the server thread itself, reads and
 //     one-partition commits go straight to the partitions;
-//   - admin requests (status, leave) to the membership actor.
+//   - admin requests (status, leave, remove) to the membership actor.
 #pragma once
 
 #include <memory>

@@ -179,6 +179,10 @@ struct peer {
   std::vector<caf::actor> parts;  // what it serves, size Q
   std::vector<caf::actor> copies; // n_val > 1: its replica copies, size Q
   std::set<std::uint32_t> stale;  // its copies that are stale
+  std::set<std::uint32_t> filling; // its copies being filled after a removal
+  // What it served when it went down: named in the routes of partitions
+  // whose only copy it holds (not "handoff in progress; retry").
+  std::set<std::uint32_t> served_when_down;
   bool up = false;
   bool connecting = false;
 };
@@ -236,6 +240,13 @@ struct membership_state {
   std::set<std::uint32_t> stale;
   std::set<std::uint32_t> replaced;
   std::map<std::uint32_t, std::string> configured;
+  // Copies this node re-creates after `cluster remove` of a node that held
+  // one (docs/CLUSTER.md, "Removing a dead node"): they follow the primary
+  // and may not lead until they have caught up with it (gossiped, so every
+  // node plans alike); `checking` holds those whose catch-up is being asked.
+  std::set<std::uint32_t> filling;
+  std::set<std::uint32_t> checking;
+  bool removed_stop = false; // this node learnt it was removed: stopping
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   static inline const char* name = "membership";
 };
@@ -264,6 +275,22 @@ void expire_forwarders(mem_self self) {
 const node_id& self_id(mem_self self) {
   return self->state.cfg.self;
 }
+
+// A member that owns nothing and will not come back as it is: it left
+// (exited) or was removed.
+bool gone(member_status s) {
+  return s == member_status::exited || s == member_status::removed;
+}
+
+bool is_removed(mem_self self, const node_id& id) {
+  auto m = self->state.ring->members().find(id);
+  return m != self->state.ring->members().end() && m->second.status == member_status::removed;
+}
+
+bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node);
+bool current_copy_elsewhere(mem_self self, std::uint32_t p, const node_id& who);
+void check_filling(mem_self self);
+std::tuple<bool, std::string> remove_member(mem_self self, const node_id& who, bool force);
 
 // True when this node serves partition p (an open, not closed, copy).
 bool serves(mem_self self, std::uint32_t p) {
@@ -302,7 +329,7 @@ bool settled(mem_self self) {
   if (std::chrono::steady_clock::now() - st.started >= settle_time)
     return true;
   for (const auto& [id, info] : st.ring->members()) {
-    if (id == self_id(self) || info.status == member_status::exited)
+    if (id == self_id(self) || gone(info.status))
       continue;
     auto i = st.peers.find(id);
     if (i == st.peers.end() || !i->second.up)
@@ -324,15 +351,19 @@ void replicated_routes(mem_self self) {
         copy_view v;
         v.node = node;
         if (node == self_id(self)) {
-          v.handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
+          const bool owned = st.local[p] && st.closed.count(p) == 0;
+          v.handle = owned ? st.local[p] : st.copies[p];
           v.stale = st.stale.count(p) != 0;
+          v.filling = !owned && st.filling.count(p) != 0;
         } else if (auto i = st.peers.find(node); i != st.peers.end() && i->second.up) {
           const auto& pe = i->second;
-          if (p < pe.parts.size() && pe.parts[p])
+          const bool owned = p < pe.parts.size() && pe.parts[p];
+          if (owned)
             v.handle = pe.parts[p];
           else if (p < pe.copies.size())
             v.handle = pe.copies[p];
           v.stale = pe.stale.count(p) != 0;
+          v.filling = !owned && pe.filling.count(p) != 0;
         }
         copies.push_back(std::move(v));
       }
@@ -363,11 +394,21 @@ void ensure_copies(mem_self self) {
   st.copies.resize(st.cfg.q);
   const auto& owners = st.ring->owners().owners;
   for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
-    if (st.copies[p] || owners[p] == self_id(self) || st.local[p])
+    // A copy in replicas/<p> of a partition this node now owns (it was
+    // re-created or kept there after a removal, docs/CLUSTER.md): reopened
+    // at a restart, where only partitions/<p> folders are opened.
+    const bool owned_copy_on_disk = owners[p] == self_id(self) && !st.local[p] && !st.copies[p]
+                                    && st.cfg.has_copy && st.cfg.has_copy(p);
+    if (!owned_copy_on_disk && (st.copies[p] || owners[p] == self_id(self) || st.local[p]))
       continue;
     auto nodes = copy_nodes(*st.ring, p);
-    if (std::find(nodes.begin(), nodes.end(), self_id(self)) == nodes.end())
+    if (!owned_copy_on_disk
+        && std::find(nodes.begin(), nodes.end(), self_id(self)) == nodes.end())
       continue;
+    // A copy made here now is empty: while a current copy exists
+    // elsewhere it follows the primary and may not lead until it has
+    // caught up (check_filling), so "n_val copies" counts only filled ones.
+    const bool made_now = st.cfg.has_copy && !st.cfg.has_copy(p);
     auto h = st.cfg.open_copy(p);
     if (!h) {
       log(log_level::error, "partition ", p, ": cannot open this node's copy: ",
@@ -375,7 +416,53 @@ void ensure_copies(mem_self self) {
       continue;
     }
     st.copies[p] = *h;
+    if (made_now && current_copy_elsewhere(self, p, self_id(self)))
+      st.filling.insert(p);
   }
+}
+
+// Why no reachable node serves partition p (n_val 1), for the client's
+// error. Its only copy may be on a node that is down: the owner, or the
+// node that was handing it off (its receiver cannot finish the handoff
+// without it). Then the data is unavailable on that node, and the client
+// is not told to retry a handoff (issue 18).
+std::string unserved_reason(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  const auto& owner = st.ring->owners().owners[p];
+  const auto ps = "partition " + std::to_string(p);
+  auto down_text = [&](const node_id& n) {
+    return "its only copy is on node " + n + ", which is down or unreachable: the data is "
+           "unavailable until " + n + " is back (or `tally cluster remove " + n
+           + " --force` re-creates it empty, losing it)";
+  };
+  auto i = st.peers.find(owner);
+  if (owner != self_id(self) && (i == st.peers.end() || !i->second.up))
+    return ps + " is on node " + owner + ", which is down or unreachable: "
+           + "the data is unavailable until it is back (or `tally cluster remove "
+           + owner + " --force` re-creates it empty, losing it)";
+  if (auto r = st.ring->removals().find(p); r != st.ring->removals().end()
+                                             && !r->second.recreated)
+    return ps + " is being re-created on node " + owner + " (its copy was on removed node "
+           + r->second.from + "); retry";
+  // The owner is up and does not serve it yet: who holds it?
+  std::vector<node_id> down;
+  for (const auto& [id, pe] : st.peers) {
+    if (pe.up)
+      continue;
+    if (pe.served_when_down.count(p) != 0)
+      return ps + " is moving to node " + owner + ", but " + down_text(id);
+    auto m = st.ring->members().find(id);
+    if (m != st.ring->members().end() && m->second.status != member_status::removed)
+      down.push_back(id);
+  }
+  if (!down.empty()) {
+    std::string names;
+    for (const auto& d : down)
+      names += (names.empty() ? "" : ", ") + d;
+    return ps + " is moving to node " + owner + ", but no reachable node holds it (down: "
+           + names + "): its data is unavailable until the node holding it is back";
+  }
+  return ps + " is moving to node " + owner + " (handoff in progress); retry";
 }
 
 void rebuild_routes(mem_self self) {
@@ -408,12 +495,7 @@ void rebuild_routes(mem_self self) {
     if (r.handle)
       continue;
     r.node = owner;
-    if (owner != self_id(self) && (i == st.peers.end() || !i->second.up))
-      r.why = "partition " + std::to_string(p) + " is on node " + owner
-              + ", which is down or unreachable; retry when it is back";
-    else
-      r.why = "partition " + std::to_string(p) + " is moving to node " + owner
-              + " (handoff in progress); retry";
+    r.why = unserved_reason(self, p);
   }
   st.routes->store(std::move(table));
 }
@@ -421,9 +503,13 @@ void rebuild_routes(mem_self self) {
 void send_gossip(mem_self self, const caf::actor& to) {
   auto& st = self->state;
   // The stale copies as "p,p,..." (a type CAF's node links carry as is).
+  // Copies being filled after a removal as "f<p>" items (older nodes skip
+  // them).
   std::string stale;
   for (auto p : st.stale)
     stale += (stale.empty() ? "" : ",") + std::to_string(p);
+  for (auto p : st.filling)
+    stale += (stale.empty() ? "f" : ",f") + std::to_string(p);
   self->send(to, gossip_atom::value, st.ring->encode(), self_id(self),
              st.cfg.incarnation, caf::actor{self}, st.local, st.copies, stale);
 }
@@ -456,16 +542,135 @@ bool maybe_claim(mem_self self) {
   return true;
 }
 
+// This node learnt from a peer that it was removed while it was down
+// (`tally cluster remove`): its partitions are re-created elsewhere, so it
+// serves nothing and stops, leaving its data dir as it is (the operator
+// may inspect it; a fresh data dir joins again).
+void stop_removed(mem_self self) {
+  auto& st = self->state;
+  if (st.removed_stop)
+    return;
+  st.removed_stop = true;
+  log(log_level::error, "this node (", self_id(self), ") was removed from the cluster "
+      "(`tally cluster remove`) while it was down: it serves nothing and stops; its data "
+      "dir ", st.cfg.root, " is kept as it is. To add this machine again, start it with "
+      "an empty data dir and --join");
+  persist(self);
+  if (st.cfg.request_shutdown)
+    st.cfg.request_shutdown();
+}
+
+// docs/CLUSTER.md, "Removing a dead node": the partitions this node owns
+// whose copy was on a removed node get their copy here, since no handoff
+// will bring it: with n_val 1 (the only copy, removed with --force) a new
+// empty partition; with n_val > 1 a copy that the primary fills (a full
+// copy or its log, docs/REPLICATION.md) and that may not lead until it has
+// caught up, or, when no other copy survived (--force), an empty one. The
+// record is then marked re-created (gossiped), so a later owner waits for
+// a handoff as usual. True when the ring changed.
+bool recreate_removed(mem_self self) {
+  auto& st = self->state;
+  std::vector<std::pair<std::uint32_t, removed_copy>> todo;
+  for (const auto& [p, r] : st.ring->removals())
+    if (!r.recreated && p < st.cfg.q && st.ring->owners().owners[p] == self_id(self))
+      todo.emplace_back(p, r);
+  bool marked = false;
+  for (const auto& [p, r] : todo) {
+    const bool here = st.local[p] || st.unopened.count(p) != 0
+                      || (p < st.copies.size() && st.copies[p]);
+    if (!here) {
+      expected<caf::actor> h = make_error(errc::unavailable, "this node cannot create partitions");
+      if (!replicated(self)) {
+        if (st.cfg.create_partition)
+          h = st.cfg.create_partition(p);
+      } else if (st.cfg.open_copy) {
+        h = st.cfg.open_copy(p);
+      }
+      if (!h) {
+        log(log_level::error, "partition ", p, ": cannot re-create it after the removal of ",
+            r.from, ": ", h.err().to_string(), " (retried on the next change)");
+        continue;
+      }
+      if (replicated(self)) {
+        st.copies.resize(st.cfg.q);
+        st.copies[p] = *h;
+        if (!r.only_copy)
+          st.filling.insert(p);
+      } else {
+        st.local[p] = *h;
+      }
+      if (r.only_copy)
+        log(log_level::error, "partition ", p, ": its only copy was on node ", r.from,
+            ", removed with --force: its data is LOST; re-created empty on this node");
+      else
+        log(log_level::info, "partition ", p, ": its copy on removed node ", r.from,
+            " is re-created on this node from the surviving copies");
+    }
+    st.ring->mark_recreated(p);
+    marked = true;
+  }
+  return marked;
+}
+
+// A new copy (made after a removal, or for a node the owner table adds)
+// may lead once its journal has reached the primary's: asked each tick
+// (the primary's end first, then this copy's, so a copy that keeps up with
+// a busy primary passes).
+void check_filling(mem_self self) {
+  auto& st = self->state;
+  if (st.filling.empty())
+    return;
+  auto table = st.routes->load();
+  for (auto p : std::vector<std::uint32_t>(st.filling.begin(), st.filling.end())) {
+    if (p >= st.copies.size() || !st.copies[p] || (st.local[p] && st.closed.count(p) == 0)) {
+      st.filling.erase(p); // no longer this node's filling copy
+      continue;
+    }
+    const auto& primary = (*table)[p];
+    if (st.checking.count(p) != 0 || !primary.handle || primary.node == self_id(self))
+      continue;
+    st.checking.insert(p);
+    auto mine = st.copies[p];
+    auto from = primary.node;
+    self->request(primary.handle, st.cfg.request_timeout, r_end_atom::value)
+      .then(
+        [self, p, mine, from](std::uint64_t target, std::uint8_t, std::uint64_t,
+                              std::uint64_t) {
+          self->request(mine, self->state.cfg.request_timeout, r_end_atom::value)
+            .then(
+              [self, p, target, from](std::uint64_t end, std::uint8_t, std::uint64_t,
+                                      std::uint64_t) {
+                auto& st = self->state;
+                st.checking.erase(p);
+                if (end < target || st.filling.erase(p) == 0)
+                  return;
+                log(log_level::info, "partition ", p, ": this node's new copy has caught up "
+                    "with ", from, " (journal end ", end, "); it counts as a current copy");
+                rebuild_routes(self);
+                gossip_all(self);
+              },
+              [self, p](caf::error&) { self->state.checking.erase(p); });
+        },
+        [self, p](caf::error&) { self->state.checking.erase(p); });
+  }
+}
+
 // After any change: claim if due, persist, connect to new members, route,
 // move partitions, gossip.
 void changed(mem_self self, bool ring_changed) {
   auto& st = self->state;
+  if (is_removed(self, self_id(self))) {
+    stop_removed(self);
+    return;
+  }
   if (maybe_claim(self))
+    ring_changed = true;
+  if (recreate_removed(self))
     ring_changed = true;
   if (ring_changed)
     persist(self);
   for (const auto& [id, info] : st.ring->members()) {
-    if (id == self_id(self) || info.status == member_status::exited)
+    if (id == self_id(self) || gone(info.status))
       continue;
     auto& pe = st.peers[id];
     if (!pe.up && !pe.connecting)
@@ -499,9 +704,17 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
   copies.resize(st.cfg.q);
   pe.copies = std::move(copies);
   pe.stale.clear();
+  pe.filling.clear();
+  pe.served_when_down.clear();
   std::istringstream in{stale};
   for (std::string item; std::getline(in, item, ',');) {
     char* end = nullptr;
+    if (item.size() > 1 && item[0] == 'f') {
+      auto f = std::strtoul(item.c_str() + 1, &end, 10);
+      if (*end == '\0' && f < st.cfg.q)
+        pe.filling.insert(static_cast<std::uint32_t>(f));
+      continue;
+    }
     auto v = std::strtoul(item.c_str(), &end, 10);
     if (!item.empty() && *end == '\0' && v < st.cfg.q)
       pe.stale.insert(static_cast<std::uint32_t>(v));
@@ -665,9 +878,18 @@ void start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
 // and waits to be replaced or deleted (the holder ships it to its owner).
 void settle_end_sent(mem_self self) {
   auto& st = self->state;
+  std::vector<std::uint32_t> gone_to;
   for (const auto& [p, to] : st.end_sent) {
     if (st.querying.count(p) != 0 || (st.out && st.out->p == p))
       continue;
+    if (is_removed(self, to)) {
+      // Gone for good (`tally cluster remove`): whatever it received is
+      // lost with it; this node's copy is the only one again.
+      log(log_level::warn, "partition ", p, ": its receiver ", to, " was removed; this "
+          "node's copy is the only one");
+      gone_to.push_back(p);
+      continue;
+    }
     auto i = st.peers.find(to);
     if (i == st.peers.end() || !i->second.up)
       continue;
@@ -693,6 +915,8 @@ void settle_end_sent(mem_self self) {
         },
         [self, q](caf::error&) { self->state.querying.erase(q); });
   }
+  for (auto p : gone_to)
+    st.end_sent.erase(p);
 }
 
 // Starts the next handoff this node owes, if any (one at a time); reopens a
@@ -700,6 +924,8 @@ void settle_end_sent(mem_self self) {
 // handoff whose receiver already serves the partition (its answer was lost).
 void progress(mem_self self) {
   auto& st = self->state;
+  if (st.removed_stop)
+    return; // removed: nothing is handed off, the data dir stays as it is
   const auto& owners = st.ring->owners().owners;
   settle_end_sent(self);
   // Closed or unopened here, and this node's again: open it and serve (a
@@ -787,7 +1013,7 @@ bool coordinator_run_over(mem_self self, const undecided_tx& u) {
   if (u.tx.origin == st.cfg.incarnation)
     return false;
   for (const auto& [id, info] : st.ring->members()) {
-    if (id == self_id(self) || info.status == member_status::exited)
+    if (id == self_id(self) || gone(info.status))
       continue;
     auto i = st.peers.find(id);
     if (i == st.peers.end() || !i->second.up)
@@ -1000,6 +1226,24 @@ void collect_stale(mem_self self) {
 
 // ---- status ----------------------------------------------------------------
 
+// Whether `node` is reachable (or this node) and holds a current copy of
+// partition p: open, not stale, and not being filled after a removal.
+bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node) {
+  auto& st = self->state;
+  if (node == self_id(self)) {
+    const bool owned = st.local[p] && st.closed.count(p) == 0;
+    const bool copy = p < st.copies.size() && st.copies[p];
+    return (owned || copy) && st.stale.count(p) == 0 && (owned || st.filling.count(p) == 0);
+  }
+  auto i = st.peers.find(node);
+  if (i == st.peers.end() || !i->second.up)
+    return false;
+  const auto& pe = i->second;
+  const bool owned = p < pe.parts.size() && pe.parts[p];
+  const bool copy = p < pe.copies.size() && pe.copies[p];
+  return (owned || copy) && pe.stale.count(p) == 0 && (owned || pe.filling.count(p) == 0);
+}
+
 std::string ranges(const std::vector<std::uint32_t>& ps) {
   std::ostringstream os;
   for (std::size_t i = 0; i < ps.size();) {
@@ -1027,13 +1271,19 @@ std::string status_text(mem_self self) {
   for (const auto& [id, info] : ring.members()) {
     std::vector<std::uint32_t> owns, serves;
     for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
-      if (ring.owners().owners[p] == id)
+      const bool owner = ring.owners().owners[p] == id;
+      if (owner)
         owns.push_back(p);
+      // With n_val > 1 an owner may hold its copy in replicas/<p> (one
+      // re-created after a removal): it serves that one.
       if (id == self_id(self)) {
-        if (st.local[p])
+        if (st.local[p] || (owner && replicated(self) && st.copies[p]))
           serves.push_back(p);
       } else if (auto i = st.peers.find(id);
-                 i != st.peers.end() && i->second.up && i->second.parts[p]) {
+                 i != st.peers.end() && i->second.up
+                 && (i->second.parts[p]
+                     || (owner && replicated(self) && p < i->second.copies.size()
+                         && i->second.copies[p]))) {
         serves.push_back(p);
       }
     }
@@ -1046,6 +1296,34 @@ std::string status_text(mem_self self) {
   }
   if (st.out)
     os << "handoff in progress: partition " << st.out->p << " -> " << st.out->to << "\n";
+  // Removals (docs/CLUSTER.md, "Removing a dead node"): kept in the ring
+  // for the cluster's life, so a lost partition stays named as lost.
+  // A lost partition has a line of its own; copies re-created from the
+  // surviving ones are grouped per removed node.
+  const auto now = wall_clock_us();
+  std::map<std::pair<node_id, bool>, std::pair<std::uint64_t, std::vector<std::uint32_t>>>
+    copied;
+  for (const auto& [p, r] : ring.removals()) {
+    const auto age = (now > r.at_us ? (now - r.at_us) / 1'000'000 : 0);
+    if (!r.only_copy) {
+      auto& g = copied[{r.from, r.recreated}];
+      g.first = std::max(g.first, r.at_us);
+      g.second.push_back(p);
+      continue;
+    }
+    os << "removed " << r.from << " " << age << " s ago: partition " << p
+       << " LOST (its only copy was there; removed with --force) and "
+       << (r.recreated ? "re-created empty" : "to be re-created empty") << " on "
+       << ring.owners().owners[p] << "\n";
+  }
+  for (const auto& [key, g] : copied)
+    os << "removed " << key.first << " " << (now > g.first ? (now - g.first) / 1'000'000 : 0)
+       << " s ago: copies " << (key.second ? "re-created" : "to be re-created")
+       << " from the surviving copies | " << g.second.size() << " [" << ranges(g.second)
+       << "]\n";
+  if (!st.filling.empty())
+    os << "copies filling on this node (not leading until caught up) | "
+       << ranges(std::vector<std::uint32_t>(st.filling.begin(), st.filling.end())) << "\n";
   if (replicated(self)) {
     // docs/REPLICATION.md: which copy leads each partition, as routed here.
     os << "replication: n_val " << ring.n_val()
@@ -1060,11 +1338,124 @@ std::string status_text(mem_self self) {
       os << node << " | " << ps.size() << " [" << ranges(ps) << "]\n";
     if (!none.empty())
       os << "no reachable copy | " << none.size() << " [" << ranges(none) << "]\n";
+    // Current copies per partition on reachable nodes: n_val again once a
+    // dead node's copies are re-created (docs/CLUSTER.md, "Removing a dead
+    // node").
+    std::vector<std::uint32_t> short_of;
+    for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+      std::uint32_t current = 0;
+      for (const auto& node : copy_nodes(ring, p))
+        current += current_copy_on(self, p, node) ? 1 : 0;
+      if (current < ring.n_val())
+        short_of.push_back(p);
+    }
+    if (short_of.empty())
+      os << "copies: every partition has " << ring.n_val() << " current copies\n";
+    else
+      os << "copies: fewer than " << ring.n_val() << " current copies | " << short_of.size()
+         << " [" << ranges(short_of) << "]\n";
     if (!st.stale.empty())
       os << "stale copies on this node | "
          << ranges(std::vector<std::uint32_t>(st.stale.begin(), st.stale.end())) << "\n";
   }
   return os.str();
+}
+
+// ---- removing a dead node ----------------------------------------------------
+
+// Whether some node other than `who` that is up holds a current copy of
+// partition p (n_val > 1).
+bool current_copy_elsewhere(mem_self self, std::uint32_t p, const node_id& who) {
+  for (const auto& node : copy_nodes(*self->state.ring, p))
+    if (node != who && current_copy_on(self, p, node))
+      return true;
+  return false;
+}
+
+// The partitions `who` held a copy of, each with true when no other node
+// that is up holds one (its data goes with it). With n_val 1 only those:
+// a partition it owned that another node still holds (a handoff to it
+// that never finished) is handed off to the next owner as usual.
+std::map<std::uint32_t, bool> copies_on(mem_self self, const node_id& who) {
+  auto& st = self->state;
+  const auto& owners = st.ring->owners().owners;
+  std::map<std::uint32_t, bool> out;
+  auto pe = st.peers.find(who);
+  for (std::uint32_t p = 0; p < st.cfg.q; ++p) {
+    if (replicated(self)) {
+      auto nodes = copy_nodes(*st.ring, p);
+      if (std::find(nodes.begin(), nodes.end(), who) != nodes.end())
+        out[p] = !current_copy_elsewhere(self, p, who);
+      continue;
+    }
+    const bool held = owners[p] == who
+                      || (pe != st.peers.end() && pe->second.served_when_down.count(p) != 0);
+    if (!held)
+      continue;
+    bool elsewhere = st.local[p] || st.unopened.count(p) != 0;
+    for (const auto& [id, other] : st.peers)
+      if (id != who && other.up && p < other.parts.size() && other.parts[p])
+        elsewhere = true;
+    if (!elsewhere)
+      out[p] = true;
+  }
+  return out;
+}
+
+// `tally cluster remove NODE [--force]`: removes a member that is down for
+// good. Its partitions go to the others at the next claim, and each copy
+// it held is re-created by its new owner (recreate_removed) or, for the
+// other copies, opened where the ring now places them (ensure_copies) and
+// filled by the primary. Refused for this node, for a node that is up (it
+// can leave), and, without `force`, when it holds the only copy of a
+// partition (its data would be lost).
+std::tuple<bool, std::string> remove_member(mem_self self, const node_id& who, bool force) {
+  auto& st = self->state;
+  if (who.empty())
+    return {false, "remove needs the id of the node to remove, as `cluster status` lists it"};
+  if (who == self_id(self))
+    return {false, "cannot remove " + who + ": it is this node; send `cluster remove` to "
+                     "another member's admin socket, or use `cluster leave` to leave with "
+                     "its data"};
+  // An exited node is removable: it left, but may have died holding
+  // partitions it never handed off.
+  auto m = st.ring->members().find(who);
+  if (m == st.ring->members().end() || m->second.status == member_status::removed)
+    return {false, "cannot remove " + who + ": it is not a member of the cluster "
+                     "(`cluster status` lists the members)"};
+  if (auto i = st.peers.find(who); i != st.peers.end() && i->second.up)
+    return {false, "cannot remove " + who + ": it is up and reachable; `tally cluster leave "
+                     + who + "` makes a live node hand off its partitions and stop"};
+  auto held = copies_on(self, who);
+  std::vector<std::uint32_t> only;
+  for (const auto& [p, o] : held)
+    if (o)
+      only.push_back(p);
+  if (!only.empty() && !force)
+    return {false, "cannot remove " + who + ": it holds the only copy of partition(s) "
+                     + ranges(only)
+                     + (replicated(self) ? " (their other copies are on nodes that are down, "
+                                           "or stale)"
+                                         : " (n_val 1: every partition has one copy)")
+                     + "; removing it loses their data. Bring " + who
+                     + " back, or remove it with --force to re-create them empty (their "
+                       "data is lost)"};
+  if (auto s = st.ring->remove(who, wall_clock_us(), held); !s)
+    return {false, "cannot remove " + who + ": " + s.err().message()};
+  log(log_level::warn, "node ", who, " is removed from the cluster (admin request): ",
+      held.size(), " partition copies it held are re-created on the other nodes");
+  if (!only.empty())
+    log(log_level::error, "partition(s) ", ranges(only), ": their only copy was on ", who,
+        ", removed with --force: their data is LOST; they are re-created empty");
+  changed(self, true);
+  std::string text = who + " is removed: its partitions move to the other members";
+  if (replicated(self))
+    text += ", which re-create its " + std::to_string(held.size() - only.size())
+            + " copies from the surviving ones";
+  if (!only.empty())
+    text += "; partition(s) " + ranges(only) + " held their only copy there: their data is "
+            "LOST and they are re-created empty";
+  return {true, text + " (watch `tally --admin-socket ... cluster status`)"};
 }
 
 // ---- the behavior ------------------------------------------------------------
@@ -1089,12 +1480,15 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
         auto me = self->state.ring->members().find(id);
-        if (me != self->state.ring->members().end()
-            && me->second.status == member_status::exited)
+        if (me != self->state.ring->members().end() && gone(me->second.status))
           log(log_level::info, "peer ", id, " has left the cluster");
         else
           log(log_level::warn, "peer ", id, " is down (", self->system().render(m.reason),
               "): its partitions are unavailable until it is back");
+        pe.served_when_down.clear();
+        for (std::uint32_t p = 0; p < pe.parts.size(); ++p)
+          if (pe.parts[p])
+            pe.served_when_down.insert(p);
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
         pe.copies.assign(self->state.cfg.q, nullptr);
@@ -1145,6 +1539,13 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         log(log_level::warn, "bad ring state from ", from, ": ", other.err().to_string());
         return;
       }
+      if (is_removed(self, from) && other->members().count(from) != 0
+          && !precedes(st.ring->members().at(from), other->members().at(from))) {
+        // A removed node back with its old data dir: not a peer; it learns
+        // from this answer that it was removed, and stops.
+        send_gossip(self, m);
+        return;
+      }
       on_peer(self, from, incarnation, std::move(m), std::move(parts), std::move(copies),
               stale);
       auto before = *st.ring;
@@ -1157,6 +1558,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     [self](tick_atom) {
       changed(self, false);
       collect_stale(self);
+      check_filling(self);
       resolve_round(self);
       expire_forwarders(self);
       gossip_all(self);
@@ -1214,6 +1616,9 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       changed(self, true);
       return {true, who + " is leaving: its partitions move to the other members, "
                           "then it stops (watch `tally --admin-socket ... cluster status`)"};
+    },
+    [self](remove_atom, node_id& who, bool force) -> std::tuple<bool, std::string> {
+      return remove_member(self, who, force);
     },
     // Does this node hold partition p (serving, closed or unopened)? Asked
     // by a sender whose last handoff message to it went unanswered.

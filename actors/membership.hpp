@@ -15,8 +15,9 @@
 //                          every second and
 //                          on every change; a new or restarted peer is
 //                          answered with this node's own gossip
-//   admin (client port):  (m_status) -> text
+//   admin (admin socket): (m_status) -> text
 //                         (m_leave, node id) -> (ok, text)
+//                         (m_remove, node id, force) -> (ok, text)
 //   handoff receiver:     (h_begin, p, from) -> true
 //                         (h_chunk, p, file, offset, bytes) -> true
 //                         (h_end, p) -> the new partition actor
@@ -66,6 +67,14 @@ struct membership_config {
   /// node's copy of a partition another node owns, <root>/replicas/<p>,
   /// and spawns its actor as a replica.
   std::function<expected<caf::actor>(std::uint32_t)> open_copy;
+  /// n_val > 1: true when <root>/replicas/<p> exists (a copy this node
+  /// holds of a partition it now owns, reopened at a restart).
+  std::function<bool(std::uint32_t)> has_copy;
+  /// Creates <root>/partitions/<p> empty (listed in the manifest) and
+  /// spawns its actor: the owner's copy of a partition whose only copy was
+  /// on a node removed with --force (docs/CLUSTER.md, "Removing a dead
+  /// node").
+  std::function<expected<caf::actor>(std::uint32_t)> create_partition;
   /// Moves a stale copy's folder aside (<root>/stale/) and opens an empty
   /// one in its place; `owned`: the owner's copy (partitions/<p>) rather
   /// than a replica's.

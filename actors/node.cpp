@@ -477,7 +477,22 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       return core.err();
     return adopt(i, std::move(*core));
   };
+  mc.create_partition = [opts_for, adopt, data_dir = cfg.data_dir](
+                          std::uint32_t i) -> expected<caf::actor> {
+    auto core = partition_core::open(opts_for(i, false)); // new and empty
+    if (!core)
+      return core.err();
+    // Listed once it exists, so a restart that finds it missing refuses
+    // to start (docs/NODE.md, "Damaged storage").
+    if (auto st = manifest_add(data_dir, i); !st)
+      return st.err();
+    return adopt(i, std::move(*core));
+  };
   if (replicated) {
+    mc.has_copy = [root](std::uint32_t i) {
+      std::error_code ec;
+      return std::filesystem::exists(root / "replicas" / std::to_string(i), ec);
+    };
     // A replica copy has no slot on the safe board (it serves no reads;
     // when it becomes primary, reads wait at the partition itself).
     auto open_copy = [opts_for, adopt](std::uint32_t i,

@@ -21,7 +21,7 @@ partition_plan plan_partition(std::uint32_t p, const std::vector<copy_view>& cop
   partition_plan out;
   std::optional<std::size_t> primary;
   for (std::size_t i = 0; i < copies.size() && !primary; ++i)
-    if (copies[i].handle && !copies[i].stale)
+    if (copies[i].handle && !copies[i].stale && !copies[i].filling)
       primary = i;
   const auto w = majority_of(static_cast<std::uint32_t>(copies.size()));
   if (primary) {

@@ -6,7 +6,7 @@
 // configuration (r_config) of this node's copy.
 //
 // The rule: the primary is the first copy in preference order that is
-// reachable and not stale. Every node computes it from the same ring and,
+// reachable, not stale and not being filled. Every node computes it from the same ring and,
 // once gossip has spread, the same view, so they agree; while views differ
 // a request may reach a copy that is not primary, which refuses it (the
 // client retries).
@@ -30,6 +30,9 @@ struct copy_view {
   node_id node;
   caf::actor handle; // null: the node is down, or holds no copy yet
   bool stale = false;
+  /// Re-created after a removal and still catching up (docs/CLUSTER.md,
+  /// "Removing a dead node"): it follows the primary but may not lead.
+  bool filling = false;
 };
 
 /// What a copy is told (r_config).

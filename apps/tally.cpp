@@ -68,6 +68,7 @@ commands:
   status                                  is the node reachable, and how fast
   cluster status                          members and partition ownership
   cluster leave [NODE-ID]                 ask a member to leave the cluster
+  cluster remove NODE-ID [--force]        remove a member that is down for good
   cluster local --nodes N [...]           run N local tallyd processes
   inspect [--deep] DATA-DIR               check a data dir offline (no node)
 
@@ -79,7 +80,7 @@ options:
   --admin-socket PATH
                   talk to the node's admin socket (tallyd --admin-socket,
                   default DATA-DIR/admin.sock) instead of --host/--port:
-                  'cluster status' and 'cluster leave' need it
+                  'cluster status', 'leave' and 'remove' need it
   -h, --help      this text; 'tally <command> --help' for a command
                   ('tally cluster <subcommand> --help' for cluster)
 
@@ -645,6 +646,9 @@ subcommands:
                           partition ownership
   leave [NODE-ID]         ask a member to leave (default: the node at
                           --host/--port)
+  remove NODE-ID [--force]
+                          remove a member that is down for good; its
+                          copies are re-created on the others
   local --nodes N [...]   run N tallyd processes on 127.0.0.1 until Ctrl-C
 
 'tally cluster <subcommand> --help' for each.
@@ -691,6 +695,27 @@ the node the CLI is connected to is the one asked to leave.
 example: tally --admin-socket data/admin.sock cluster leave tally@127.0.0.1:9089
 exit codes: 0 ok, 1 the node answered with an error (e.g. an unknown
             member), 3 the node could not be reached
+)";
+
+constexpr const char* cluster_remove_usage =
+  R"(usage: tally --admin-socket PATH [options] cluster remove NODE-ID [--force]
+
+Sends the admin command "remove" to the node whose admin socket is PATH
+(tallyd's DATA-DIR/admin.sock by default) and prints the node's answer.
+NODE-ID is a member that is down for good, as 'cluster status' lists it
+(tally@<address>:<cluster-port>). Its partitions move to the other members;
+with n_val > 1 every copy it held is re-created on another live node from
+the surviving copies, so n_val copies are restored and nothing acknowledged
+is lost. A partition whose only copy it held (always, with n_val 1) would
+lose its data: then remove is refused and names those partitions, unless
+--force is given: they are re-created empty (their data is lost, logged and
+shown by 'cluster status'). A node that is up is refused (use 'cluster
+leave'), and so is the node PATH belongs to (ask another member).
+docs/CLUSTER.md, "Removing a dead node".
+example: tally --admin-socket data/admin.sock cluster remove tally@127.0.0.1:9089
+exit codes: 0 ok, 1 the node refused (the node is up, not a member, or
+            holds the only copy of partitions: the answer names them),
+            2 bad usage, 3 the node could not be reached
 )";
 
 constexpr const char* cluster_local_usage =
@@ -1291,7 +1316,7 @@ int run_cluster_local(const local_options& opts) {
 int run_cluster(const client_options& opts,
                 const std::vector<std::string>& rest) {
   if (rest.empty())
-    bad_usage("cluster needs a subcommand (status, leave or local)",
+    bad_usage("cluster needs a subcommand (status, leave, remove or local)",
               cluster_usage);
   const auto& sub = rest.front();
   std::vector<std::string> args(rest.begin() + 1, rest.end());
@@ -1301,11 +1326,12 @@ int run_cluster(const client_options& opts,
   }
   const char* usage = sub == "status"  ? cluster_status_usage
                       : sub == "leave" ? cluster_leave_usage
+                      : sub == "remove" ? cluster_remove_usage
                       : sub == "local" ? cluster_local_usage
                                        : nullptr;
   if (usage == nullptr)
     bad_usage("cluster: unknown subcommand '" + sub
-                + "' (expected status, leave or local)",
+                + "' (expected status, leave, remove or local)",
               cluster_usage);
   for (const auto& a : args)
     if (is_help(a)) {
@@ -1326,6 +1352,26 @@ int run_cluster(const client_options& opts,
     if (auto st = check_admin_req(admin_req{"leave", args}); !st)
       bad_usage("cluster leave: NODE-ID: " + st.err().message(),
                 cluster_leave_usage);
+  }
+  if (sub == "remove") {
+    // NODE-ID and --force in any order; sent as {NODE-ID[, "--force"]}.
+    bool force = false;
+    std::vector<std::string> ids;
+    for (const auto& a : args) {
+      if (a == "--force")
+        force = true;
+      else if (a.rfind("-", 0) == 0)
+        bad_usage("cluster remove: unknown option '" + a + "'", cluster_remove_usage);
+      else
+        ids.push_back(a);
+    }
+    if (ids.size() != 1)
+      bad_usage("cluster remove takes exactly one NODE-ID", cluster_remove_usage);
+    args = ids;
+    if (force)
+      args.push_back("--force");
+    if (auto st = check_admin_req(admin_req{"remove", args}); !st)
+      bad_usage("cluster remove: NODE-ID: " + st.err().message(), cluster_remove_usage);
   }
   auto c = client::connect(opts);
   if (!c)

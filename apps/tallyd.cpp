@@ -58,8 +58,8 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           at most once per address every MS (default
                           10000; the others are counted in the next line)
   --admin-socket PATH     Unix socket (mode 0600) where admin commands
-                          (cluster status, leave) are accepted; they are
-                          refused on the client port (default
+                          (cluster status, leave, remove) are accepted;
+                          they are refused on the client port (default
                           DATA-DIR/admin.sock; none: nowhere)
   --cluster-port N        node-to-node port (default: the one this data dir
                           used before, else client port + 1000 if free,

@@ -14,9 +14,12 @@ namespace tally {
 
 namespace {
 
-// Ring state format version (docs/RING.md, "Format"). Bump on any layout
-// change and keep the decoder for every version ever written.
-constexpr std::uint8_t ring_format_version = 1;
+// Ring state format versions (docs/RING.md, "Format"). Bump on any layout
+// change and keep the decoder for every version ever written. Version 2
+// (issue 18) adds the removed status and the removal records; a ring with
+// neither is still written as version 1, byte for byte as before.
+constexpr std::uint8_t ring_format_v1 = 1;
+constexpr std::uint8_t ring_format_v2 = 2;
 
 // Seed of ownership::content_hash, so that the hash of an owner table
 // differs from a plain hash of its ids. Fixed forever: merges compare it.
@@ -99,6 +102,8 @@ std::string_view to_string(member_status s) noexcept {
       return "leaving";
     case member_status::exited:
       return "exited";
+    case member_status::removed:
+      return "removed";
   }
   return "unknown";
 }
@@ -106,6 +111,11 @@ std::string_view to_string(member_status s) noexcept {
 bool precedes(const member_info& a, const member_info& b) noexcept {
   return std::make_tuple(a.incarnation, a.status)
          < std::make_tuple(b.incarnation, b.status);
+}
+
+bool precedes(const removed_copy& a, const removed_copy& b) {
+  return std::tie(a.at_us, a.from, a.only_copy, a.recreated)
+         < std::tie(b.at_us, b.from, b.only_copy, b.recreated);
 }
 
 std::uint64_t ownership::content_hash() const noexcept {
@@ -163,14 +173,16 @@ status ring_state::join(const node_id& node) {
     return {};
   }
   auto& info = it->second;
-  if (info.status == member_status::leaving || info.status == member_status::exited)
+  if (info.status == member_status::leaving || info.status == member_status::exited
+      || info.status == member_status::removed)
     info = member_info{member_status::joining, info.incarnation + 1};
   return {};
 }
 
 status ring_state::leave(const node_id& node) {
   auto it = members_.find(node);
-  if (it == members_.end() || it->second.status == member_status::exited)
+  if (it == members_.end() || it->second.status == member_status::exited
+      || it->second.status == member_status::removed)
     return make_error(errc::not_found, "node " + node + " is not a member of the ring.");
   auto& info = it->second;
   if (info.status == member_status::leaving)
@@ -181,6 +193,32 @@ status ring_state::leave(const node_id& node) {
                         "partitions; add a member before it leaves.");
   info.status = member_status::leaving;
   return {};
+}
+
+status ring_state::remove(const node_id& node, std::uint64_t now_us,
+                          const std::map<std::uint32_t, bool>& held) {
+  auto it = members_.find(node);
+  if (it == members_.end() || it->second.status == member_status::removed)
+    return make_error(errc::not_found, "node " + node + " is not a member of the ring.");
+  auto active = active_members();
+  const bool is_active = std::find(active.begin(), active.end(), node) != active.end();
+  if (is_active && active.size() == 1)
+    return make_error(errc::invalid_argument,
+                      "node " + node + " is the last member that can own partitions.");
+  for (const auto& [p, only] : held)
+    if (p >= partitions_)
+      return make_error(errc::invalid_argument,
+                        "partition " + std::to_string(p) + " is outside a ring of "
+                          + std::to_string(partitions_) + " partitions.");
+  it->second.status = member_status::removed;
+  for (const auto& [p, only] : held)
+    removals_[p] = removed_copy{node, now_us, only, false};
+  return {};
+}
+
+void ring_state::mark_recreated(std::uint32_t partition) {
+  if (auto it = removals_.find(partition); it != removals_.end())
+    it->second.recreated = true;
 }
 
 std::optional<node_id> ring_state::claimant() const {
@@ -226,6 +264,11 @@ status ring_state::merge(const ring_state& other) {
   }
   if (precedes(ownership_, other.ownership_))
     ownership_ = other.ownership_;
+  for (const auto& [p, r] : other.removals_) {
+    auto [it, fresh] = removals_.try_emplace(p, r);
+    if (!fresh && precedes(it->second, r))
+      it->second = r;
+  }
   return {};
 }
 
@@ -265,7 +308,11 @@ std::string ring_state::encode() const {
   std::ostringstream out;
   {
     cereal::PortableBinaryOutputArchive ar{out};
-    ar(ring_format_version, partitions_, n_val_);
+    const bool v2 = !removals_.empty()
+                    || std::any_of(members_.begin(), members_.end(), [](const auto& m) {
+                         return m.second.status == member_status::removed;
+                       });
+    ar(v2 ? ring_format_v2 : ring_format_v1, partitions_, n_val_);
     ar(static_cast<std::uint64_t>(members_.size()));
     for (const auto& [node, info] : members_) {
       write_id(ar, node);
@@ -284,6 +331,15 @@ std::string ring_state::encode() const {
     for (const auto& owner : ownership_.owners)
       ar(static_cast<std::uint32_t>(
         std::lower_bound(nodes.begin(), nodes.end(), owner) - nodes.begin()));
+    if (v2) {
+      ar(static_cast<std::uint64_t>(removals_.size()));
+      for (const auto& [p, r] : removals_) {
+        ar(p);
+        write_id(ar, r.from);
+        ar(r.at_us);
+        ar(static_cast<std::uint8_t>((r.only_copy ? 1 : 0) | (r.recreated ? 2 : 0)));
+      }
+    }
   }
   return std::move(out).str();
 }
@@ -292,9 +348,11 @@ expected<ring_state> ring_state::decode(std::string_view bytes) {
   try {
     reader in{bytes};
     const auto version = in.read<std::uint8_t>();
-    if (version != ring_format_version)
+    if (version != ring_format_v1 && version != ring_format_v2)
       return make_error(errc::corrupt, "unknown ring state format version "
                                          + std::to_string(version) + ".");
+    const auto last_status = version == ring_format_v1 ? member_status::exited
+                                                       : member_status::removed;
     ring_state r;
     r.partitions_ = in.read<std::uint32_t>();
     r.n_val_ = in.read<std::uint32_t>();
@@ -306,7 +364,7 @@ expected<ring_state> ring_state::decode(std::string_view bytes) {
       auto node = in.read_id("member id");
       const auto status = in.read<std::uint8_t>();
       const auto incarnation = in.read<std::uint64_t>();
-      if (status > static_cast<std::uint8_t>(member_status::exited))
+      if (status > static_cast<std::uint8_t>(last_status))
         throw bad_field{"unknown member status " + std::to_string(status)};
       if (!r.members_.empty() && !(r.members_.rbegin()->first < node))
         throw bad_field{"member ids are not in ascending order"};
@@ -328,6 +386,26 @@ expected<ring_state> ring_state::decode(std::string_view bytes) {
       if (index >= nodes.size())
         throw bad_field{"owner index " + std::to_string(index) + " is out of range"};
       r.ownership_.owners.push_back(nodes[index]);
+    }
+    if (version == ring_format_v2) {
+      // A record takes at least 4 + 8 + 1 + 8 + 1 bytes.
+      const auto removal_count = in.read_count(22, "removal");
+      for (std::uint64_t i = 0; i < removal_count; ++i) {
+        const auto p = in.read<std::uint32_t>();
+        removed_copy rc;
+        rc.from = in.read_id("removed node id");
+        rc.at_us = in.read<std::uint64_t>();
+        const auto flags = in.read<std::uint8_t>();
+        if (p >= r.partitions_)
+          throw bad_field{"removal of partition " + std::to_string(p) + " is out of range"};
+        if (flags > 3)
+          throw bad_field{"unknown removal flags " + std::to_string(flags)};
+        if (!r.removals_.empty() && !(r.removals_.rbegin()->first < p))
+          throw bad_field{"removal records are not in ascending order"};
+        rc.only_copy = (flags & 1) != 0;
+        rc.recreated = (flags & 2) != 0;
+        r.removals_.emplace_hint(r.removals_.end(), p, std::move(rc));
+      }
     }
     if (!in.at_end())
       return make_error(errc::corrupt, "trailing bytes after a ring state encoding.");

@@ -45,6 +45,8 @@ enum class member_status : std::uint8_t {
   valid = 1,   // owns partitions
   leaving = 2, // asked to leave; the next claim gives its partitions away
   exited = 3,  // owns nothing; kept as a tombstone so merges never revive it
+  removed = 4, // gone for good (`tally cluster remove`): owns nothing, hands
+               // nothing off; its copies are re-created on the others
 };
 
 std::string_view to_string(member_status s) noexcept;
@@ -90,6 +92,31 @@ struct ownership {
 /// compared lexicographically; merge keeps the larger.
 bool precedes(const ownership& a, const ownership& b);
 
+/// A partition whose copy on a removed node is gone (`tally cluster
+/// remove`, docs/CLUSTER.md "Removing a dead node"): its new owner
+/// re-creates its copy instead of waiting for a handoff that cannot come.
+struct removed_copy {
+  node_id from;            // the removed node
+  std::uint64_t at_us = 0; // when it was removed (wall clock, microseconds)
+  /// That node held the partition's only copy: the data is lost and the
+  /// partition re-created empty (only with --force).
+  bool only_copy = false;
+  /// The owner has re-created its copy (so a later owner waits for a
+  /// handoff as usual).
+  bool recreated = false;
+
+  friend bool operator==(const removed_copy& a, const removed_copy& b) {
+    return a.from == b.from && a.at_us == b.at_us && a.only_copy == b.only_copy
+           && a.recreated == b.recreated;
+  }
+  friend bool operator!=(const removed_copy& a, const removed_copy& b) { return !(a == b); }
+};
+
+/// The merge order of removal records: (at_us, from, only_copy, recreated)
+/// compared lexicographically; merge keeps the larger, so `recreated`
+/// spreads and a later removal supersedes an earlier one.
+bool precedes(const removed_copy& a, const removed_copy& b);
+
 /// One entry of a preference list.
 struct replica {
   std::uint32_t partition = 0;
@@ -120,15 +147,38 @@ public:
   std::vector<node_id> active_members() const;
 
   /// Adds `node` as joining. A no-op for a joining or valid member; a
-  /// leaving or exited node joins again with its incarnation bumped.
+  /// leaving, exited or removed node joins again with its incarnation
+  /// bumped.
   /// errc::invalid_argument for a bad node id.
   status join(const node_id& node);
 
   /// Marks `node` leaving; a no-op when it is already leaving.
-  /// errc::not_found when `node` is not a member or has exited;
+  /// errc::not_found when `node` is not a member, has exited or was removed;
   /// errc::invalid_argument when it is the last joining or valid member
   /// (its partitions would have no owner).
   status leave(const node_id& node);
+
+  /// Removes `node`, a member that is gone for good: it becomes removed
+  /// (owns nothing after the next claim, hands nothing off, is never
+  /// connected to again). `held`: the partitions it held a copy of, each
+  /// with true when that copy was the only one; each is recorded as a
+  /// removed_copy at `now_us`, so its next owner re-creates it.
+  /// An exited node may be removed too (it left, died before handing
+  /// everything off, and holds partitions nobody else has).
+  /// errc::not_found when `node` is not a member or was removed;
+  /// errc::invalid_argument when it is the last joining or valid member. Whether it is down, and whether losing an only copy is
+  /// allowed, the caller decides (it knows liveness).
+  status remove(const node_id& node, std::uint64_t now_us,
+                const std::map<std::uint32_t, bool>& held);
+
+  /// Records that the owner of `partition` re-created its copy after a
+  /// removal. A no-op when no removal of it is pending.
+  void mark_recreated(std::uint32_t partition);
+
+  /// The partitions whose copy on a removed node is gone, by partition.
+  const std::map<std::uint32_t, removed_copy>& removals() const noexcept {
+    return removals_;
+  }
 
   /// The one member allowed to change ownership: the smallest valid member
   /// id, or, with no valid member, the smallest joining one. Every node
@@ -169,7 +219,8 @@ public:
 
   friend bool operator==(const ring_state& a, const ring_state& b) {
     return a.partitions_ == b.partitions_ && a.n_val_ == b.n_val_
-           && a.members_ == b.members_ && a.ownership_ == b.ownership_;
+           && a.members_ == b.members_ && a.ownership_ == b.ownership_
+           && a.removals_ == b.removals_;
   }
   friend bool operator!=(const ring_state& a, const ring_state& b) { return !(a == b); }
 
@@ -180,6 +231,7 @@ private:
   std::uint32_t n_val_ = default_n_val;
   std::map<node_id, member_info> members_;
   ownership ownership_;
+  std::map<std::uint32_t, removed_copy> removals_;
 };
 
 } // namespace tally

@@ -1,5 +1,5 @@
 // apps/tally.cpp, the 'cluster' commands, run as a process: usage errors,
-// 'cluster status' and 'cluster leave' against the scripted fake node
+// 'cluster status', 'cluster leave' and 'cluster remove' against the scripted fake node
 // (fake_server.hpp), and 'cluster local' with a fake tallyd (a shell script
 // placed next to a copy of the tally binary) that records its arguments.
 // tests/cluster/ runs 'cluster local' with the real tallyd.
@@ -134,6 +134,7 @@ BOOST_AUTO_TEST_CASE(cluster_help_texts) {
          {"cluster", "help"},
          {"cluster", "status", "--help"},
          {"cluster", "leave", "-h"},
+         {"cluster", "remove", "--help"},
          {"cluster", "local", "--help"},
          {"cluster", "local", "--nodes", "0", "--help"}}) {
     auto r = run_cli(args);
@@ -149,6 +150,11 @@ BOOST_AUTO_TEST_CASE(cluster_help_texts) {
                     "next to this tally binary"})
     BOOST_TEST(contains(local.out, part), part);
   BOOST_TEST(contains(run_cli({"--help"}).out, "cluster local --nodes N"));
+  BOOST_TEST(contains(run_cli({"--help"}).out, "cluster remove NODE-ID [--force]"));
+  auto remove = run_cli({"cluster", "remove", "--help"});
+  for (auto part : {"NODE-ID [--force]", "re-created empty", "use 'cluster",
+                    "names those partitions"})
+    BOOST_TEST(contains(remove.out, part), part);
 }
 
 BOOST_AUTO_TEST_CASE(cluster_usage_errors_exit_2_with_a_clear_message) {
@@ -163,6 +169,11 @@ BOOST_AUTO_TEST_CASE(cluster_usage_errors_exit_2_with_a_clear_message) {
          {{"cluster", "leave", "a", "b"}, "at most one NODE-ID"},
          {{"cluster", "leave", "--force"}, "unknown option '--force'"},
          {{"cluster", "leave", std::string(2000, 'n')}, "1024"},
+         {{"cluster", "remove"}, "exactly one NODE-ID"},
+         {{"cluster", "remove", "--force"}, "exactly one NODE-ID"},
+         {{"cluster", "remove", "a", "b"}, "exactly one NODE-ID"},
+         {{"cluster", "remove", "a", "--forse"}, "unknown option '--forse'"},
+         {{"cluster", "remove", std::string(2000, 'n')}, "1024"},
          {{"cluster", "local"}, "needs --nodes N"},
          {{"cluster", "local", "--nodes", "0"}, "--nodes '0' is not a node count"},
          {{"cluster", "local", "--nodes", "65"}, "(1-64)"},
@@ -335,6 +346,41 @@ BOOST_AUTO_TEST_CASE(cluster_status_and_leave_print_the_nodes_text) {
   BOOST_TEST((decoded(0) == request{admin_req{"status", {}}}));
   BOOST_TEST((decoded(1) == request{admin_req{"leave", {"tally@127.0.0.1:9088"}}}));
   BOOST_TEST((decoded(2) == request{admin_req{"leave", {"tally@x:1"}}}));
+}
+
+// `cluster remove NODE --force` (or `--force NODE`) sends {NODE, "--force"};
+// a refusal is printed with exit code 1.
+BOOST_AUTO_TEST_CASE(cluster_remove_sends_the_node_and_force_and_prints_the_answer) {
+  test::fake_server node{3, [](std::size_t conn, test::fake_peer& peer) {
+    if (!peer.read_frame())
+      return;
+    if (conn == 0)
+      peer.reply(admin_resp::failure(errc::invalid_argument,
+                                     "cannot remove tally@x:1: it holds the only copy of "
+                                     "partition(s) 0,3"));
+    else
+      peer.reply(admin_resp{true, "tally@x:1 is removed", 0});
+  }};
+  auto port = std::to_string(node.port());
+  auto refused = run_cli({"--port", port, "cluster", "remove", "tally@x:1"});
+  BOOST_TEST(refused.code == 1);
+  BOOST_TEST(contains(refused.err, "only copy of partition(s) 0,3"), refused.err);
+  auto forced = run_cli({"--port", port, "cluster", "remove", "tally@x:1", "--force"});
+  BOOST_TEST(forced.code == 0);
+  BOOST_TEST(forced.out == "tally@x:1 is removed\n");
+  auto first = run_cli({"--port", port, "cluster", "remove", "--force", "tally@x:1"});
+  BOOST_TEST(first.code == 0);
+  node.join();
+  const auto& f = node.frames();
+  BOOST_REQUIRE_EQUAL(f.size(), 3u);
+  auto decoded = [&](std::size_t i) {
+    auto r = decode_request(f[i].code, f[i].body);
+    BOOST_REQUIRE(r.has_value());
+    return *r;
+  };
+  BOOST_TEST((decoded(0) == request{admin_req{"remove", {"tally@x:1"}}}));
+  BOOST_TEST((decoded(1) == request{admin_req{"remove", {"tally@x:1", "--force"}}}));
+  BOOST_TEST((decoded(2) == request{admin_req{"remove", {"tally@x:1", "--force"}}}));
 }
 
 BOOST_AUTO_TEST_CASE(cluster_leave_without_node_id_sends_no_argument) {

@@ -111,10 +111,41 @@ BOOST_AUTO_TEST_CASE(encode_then_decode_gives_the_same_ring) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_ring_with_a_removal_is_written_as_version_2_by_the_layout) {
+  auto r = *ring_state::create("a", 4, 2);
+  BOOST_TEST_REQUIRE(r.join("b").has_value());
+  BOOST_TEST(static_cast<std::uint8_t>(r.encode()[1]) == 1u); // none yet: version 1
+  BOOST_TEST_REQUIRE(r.remove("b", 0x0102, {{3, true}}).has_value());
+  layout out;
+  out.u8(2).u32(4).u32(2).u64(2);
+  out.id("a").u8(1).u64(0);
+  out.id("b").u8(4).u64(0);                 // removed
+  out.u64(0).id("a");                       // epoch, claimant
+  out.u64(1).id("a");                       // owner table
+  out.u32(0).u32(0).u32(0).u32(0);
+  out.u64(1).u32(3).id("b").u64(0x0102).u8(1); // one removal: only copy
+  BOOST_TEST(r.encode() == out.bytes);
+  auto back = ring_state::decode(out.bytes);
+  BOOST_TEST_REQUIRE(back.has_value());
+  BOOST_TEST((*back == r));
+  // Damage in the removal records is refused.
+  auto damaged = [&](std::size_t from_end, std::uint8_t v) {
+    auto b = out.bytes;
+    b[b.size() - from_end] = static_cast<char>(v);
+    return b;
+  };
+  require_corrupt(damaged(1, 4), "removal flags 4");
+  require_corrupt(damaged(1 + 8 + 1 + 8 + 4, 9), "removal of partition 9 of 4");
+  // Version 1 knows no removed status.
+  auto v1 = out.bytes.substr(0, out.bytes.size() - (8 + 4 + 9 + 8 + 1));
+  v1[1] = 1;
+  require_corrupt(v1, "status 4 in version 1");
+}
+
 BOOST_AUTO_TEST_CASE(decode_rejects_an_unknown_version) {
   fields f;
-  f.version = 2;
-  require_corrupt(encode_by_hand(f), "version 2");
+  f.version = 3;
+  require_corrupt(encode_by_hand(f), "version 3");
   f.version = 0;
   require_corrupt(encode_by_hand(f), "version 0");
 }

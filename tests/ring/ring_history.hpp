@@ -1,6 +1,7 @@
 // Random cluster histories for the ring-state property tests: every node
 // keeps its own ring_state and the events are what the membership actors
-// will do (admin joins and leaves at any node, claimant steps, pairwise
+// will do (admin joins, leaves and removals at any node, re-created
+// copies, claimant steps, pairwise
 // gossip), in a random order drawn from a seeded_rng.
 #pragma once
 
@@ -39,6 +40,19 @@ public:
       auto it = members.begin();
       std::advance(it, static_cast<long>(rng_.uniform(0, members.size() - 1)));
       (void) state.leave(it->first);
+    } else if (roll < 29) { // an admin removes a member; an owner re-creates a copy
+      const auto& members = state.members();
+      auto it = members.begin();
+      std::advance(it, static_cast<long>(rng_.uniform(0, members.size() - 1)));
+      std::map<std::uint32_t, bool> held;
+      for (int i = 0; i < 3; ++i)
+        held[static_cast<std::uint32_t>(rng_.uniform(0, state.partition_count() - 1))] =
+          rng_.chance(0.5);
+      if (rng_.chance(0.5))
+        (void) state.remove(it->first, rng_.uniform(1, 1000), held);
+      else
+        state.mark_recreated(static_cast<std::uint32_t>(
+          rng_.uniform(0, state.partition_count() - 1)));
     } else if (roll < 45) { // the node runs a claimant step if it is one
       if (state.claimant() == self)
         (void) state.claim(self);

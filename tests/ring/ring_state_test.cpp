@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -139,6 +140,77 @@ BOOST_AUTO_TEST_CASE(claim_without_changes_keeps_the_epoch) {
   BOOST_TEST_REQUIRE(moved.has_value());
   BOOST_TEST(moved->empty());
   BOOST_TEST((r == before));
+}
+
+BOOST_AUTO_TEST_CASE(remove_then_claim_gives_away_every_partition_and_records_the_copies) {
+  auto r = make_ring("a", 32, 2);
+  for (auto n : {"b", "c"})
+    BOOST_TEST_REQUIRE(r.join(n).has_value());
+  BOOST_TEST_REQUIRE(r.claim("a").has_value());
+  std::map<std::uint32_t, bool> held{{1, false}, {4, true}};
+  BOOST_TEST_REQUIRE(r.remove("b", 1234, held).has_value());
+  BOOST_TEST(r.members().at("b").status == member_status::removed);
+  BOOST_TEST_REQUIRE(r.removals().size() == 2u);
+  BOOST_TEST(r.removals().at(1).from == "b");
+  BOOST_TEST(r.removals().at(1).at_us == 1234u);
+  BOOST_TEST(!r.removals().at(1).only_copy);
+  BOOST_TEST(r.removals().at(4).only_copy);
+  BOOST_TEST(!r.removals().at(4).recreated);
+  BOOST_TEST_REQUIRE(r.claim("a").has_value());
+  BOOST_TEST(r.members().at("b").status == member_status::removed); // stays removed
+  BOOST_TEST(test::owned_by(r.owners().owners, "b") == 0u);
+  BOOST_TEST(balance_problem(r.owners().owners, {"a", "c"}) == "");
+  r.mark_recreated(4);
+  BOOST_TEST(r.removals().at(4).recreated);
+  r.mark_recreated(7); // no removal of 7: nothing
+  BOOST_TEST(r.removals().count(7) == 0u);
+  // A removed node may come back only by joining again, as a new incarnation.
+  BOOST_TEST(r.leave("b").err().code() == errc::not_found);
+  BOOST_TEST(r.remove("b", 1, {}).err().code() == errc::not_found);
+  BOOST_TEST_REQUIRE(r.join("b").has_value());
+  BOOST_TEST((r.members().at("b") == member_info{member_status::joining, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(remove_refuses_strangers_the_last_owner_and_bad_partitions_unchanged) {
+  auto r = make_ring("a", 8, 2);
+  BOOST_TEST(r.remove("zz", 1, {}).err().code() == errc::not_found);
+  {
+    // A node that left and died before handing everything off: removable.
+    auto left = make_ring("a", 8, 2);
+    BOOST_TEST_REQUIRE(left.join("b").has_value());
+    BOOST_TEST_REQUIRE(left.claim("a").has_value());
+    BOOST_TEST_REQUIRE(left.leave("b").has_value());
+    BOOST_TEST_REQUIRE(left.claim("a").has_value());
+    BOOST_TEST(left.members().at("b").status == member_status::exited);
+    BOOST_TEST_REQUIRE(left.remove("b", 5, {{1, true}}).has_value());
+    BOOST_TEST(left.members().at("b").status == member_status::removed);
+    BOOST_TEST(left.removals().at(1).only_copy);
+  }
+  BOOST_TEST(r.remove("a", 1, {}).err().code() == errc::invalid_argument);
+  BOOST_TEST_REQUIRE(r.join("b").has_value());
+  const auto before = r;
+  BOOST_TEST(r.remove("b", 1, {{8, true}}).err().code() == errc::invalid_argument);
+  BOOST_TEST((r == before));
+}
+
+BOOST_AUTO_TEST_CASE(merged_removals_keep_the_latest_record_and_spread_recreated) {
+  auto a = make_ring("a", 8, 2);
+  BOOST_TEST_REQUIRE(a.join("b").has_value());
+  BOOST_TEST_REQUIRE(a.join("c").has_value());
+  auto b = a;
+  BOOST_TEST_REQUIRE(a.remove("b", 10, {{2, true}}).has_value());
+  auto c = a;
+  c.mark_recreated(2);
+  BOOST_TEST_REQUIRE(b.remove("c", 20, {{2, false}, {3, false}}).has_value());
+  for (const auto& m : {merged(a, c), merged(c, a)}) {
+    BOOST_TEST(m.removals().at(2).recreated);
+    BOOST_TEST(m.members().at("b").status == member_status::removed);
+  }
+  const auto all = merged(merged(a, b), c);
+  BOOST_TEST((all == merged(merged(c, b), a)));
+  BOOST_TEST(all.removals().at(2).from == "c"); // the later removal wins
+  BOOST_TEST(!all.removals().at(2).only_copy);
+  BOOST_TEST(all.removals().size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(leave_then_claim_gives_away_every_partition_and_exits_the_node) {
@@ -304,7 +376,8 @@ BOOST_AUTO_TEST_CASE(gossiping_nodes_converge_to_one_valid_ring) {
         BOOST_TEST(valid.size() == settled.active_members().size());
         for (const auto& [node, info] : settled.members())
           BOOST_TEST((info.status == member_status::valid
-                      || info.status == member_status::exited));
+                      || info.status == member_status::exited
+                      || info.status == member_status::removed));
         BOOST_TEST(balance_problem(settled.owners().owners, valid) == "");
         if (distinctness_guaranteed(q, valid.size(), n_val))
           BOOST_TEST(window_violations(settled.owners().owners,
