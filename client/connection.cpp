@@ -379,14 +379,18 @@ status connection::read_tls() {
   using st = tls_stream::state;
   tls_read_wants_write_ = false;
   char buf[read_chunk];
-  // Until OpenSSL wants the socket again: decrypted bytes left inside it
-  // would not make the socket readable, and receive() would wait in vain.
+  // Until OpenSSL wants the socket again, or a short record with nothing
+  // left inside OpenSSL (tls_stream::full_record): decrypted bytes left
+  // inside it would not make the socket readable, and receive() would wait
+  // in vain.
   for (;;) {
     auto r = tls_->read(buf, sizeof buf);
     if (r.st == st::done) {
       if (auto ok = decoder_.feed({buf, r.bytes}); !ok)
         return fail(ok.err().code(), "reply stream is not framed (" + ok.err().message()
                                        + ") — is this a Tally or AntidoteDB node?");
+      if (r.bytes < tls_stream::full_record && !tls_->has_buffered_input())
+        return {};
       continue;
     }
     if (r.st == st::want_read)

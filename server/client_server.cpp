@@ -493,6 +493,8 @@ private:
       if (r.st == tls_stream::state::done) {
         c.state.feed(std::string_view{buf, r.bytes});
         taken += r.bytes;
+        if (r.bytes < tls_stream::full_record && !t.has_buffered_input())
+          break; // most likely drained; epoll says if not (full_record)
         continue;
       }
       if (r.st == tls_stream::state::want_write)

@@ -63,6 +63,12 @@ public:
   /// Decrypted or received bytes wait inside OpenSSL: read() returns
   /// something without the socket becoming readable.
   bool has_buffered_input() const noexcept;
+  /// A read that returned fewer bytes than this, with nothing buffered,
+  /// most likely emptied the socket: a TLS record holds at most 16 KiB, and
+  /// only the last record of a write is shorter. Readers stop there instead
+  /// of paying one more read that would only say "want_read" (the socket's
+  /// readiness tells them if more came).
+  static constexpr std::size_t full_record = 16 * 1024;
   /// Why the last call failed: OpenSSL's reason (a fatal alert from the
   /// peer reads "tlsv1 alert unknown ca"), with the certificate check's
   /// own reason when it failed ("certificate verify failed: unable to
