@@ -1,5 +1,6 @@
 // tallyd: one Tally node (docs/NODE.md). Serves AntidoteDB's client protocol
-// on --bind:--port from the partitions under --data-dir until SIGTERM or
+// on --bind:--port (and inside TLS on --client-tls-port; docs/SECURITY.md,
+// "The client port") from the partitions under --data-dir until SIGTERM or
 // SIGINT, then flushes and exits 0. Exit codes: 0 clean shutdown, 1 start
 // failure (unusable data dir, port in use, recovery error, a partition's
 // data missing or damaged), 2 bad flag, 3 damaged storage found while

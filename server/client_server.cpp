@@ -245,6 +245,7 @@ public:
         return;
       }
       c->tls.emplace(std::move(*s));
+      c->peer = peer_of(fd); // for log lines, even after the peer is gone
       // The handshake counts as a request being read: a peer that never
       // finishes it is closed after --request-read-timeout-ms.
       c->partial_since = c->last_active;
@@ -324,6 +325,7 @@ private:
     bool read_wants_write = false;
     bool write_wants_read = false;
     bool read_queued = false; // in queued_reads_
+    std::string peer;         // "ip:port" (TLS connections, for log lines)
     // Since when a connection whose TLS handshake failed is half-closed,
     // waiting for its peer to close (tls_linger).
     std::optional<clock::time_point> lingering_since;
@@ -475,7 +477,7 @@ private:
         return true;
       }
       if (r.st == tls_stream::state::closed) {
-        log(log_level::debug, "client TLS connection from ", peer_of(c.fd),
+        log(log_level::debug, "client TLS connection from ", c.peer,
             " closed before its TLS handshake");
         return false;
       }
@@ -484,7 +486,7 @@ private:
         linger(c);
         return true;
       }
-      log(log_level::debug, "client TLS connection from ", peer_of(c.fd), ": ", t.describe());
+      log(log_level::debug, "client TLS connection from ", c.peer, ": ", t.describe());
     }
     char buf[64 * 1024];
     std::size_t taken = 0;
@@ -502,8 +504,7 @@ private:
       else if (r.st == tls_stream::state::closed)
         c.state.peer_closed();
       else if (r.st == tls_stream::state::failed) {
-        log(log_level::info, "client TLS connection from ", peer_of(c.fd),
-            " closed: ", t.failure());
+        log(log_level::info, "client TLS connection from ", c.peer, " closed: ", t.failure());
         return false;
       }
       break; // want_read: the socket is drained
@@ -553,10 +554,15 @@ private:
     }
     last_refusal_log_ = now;
     auto more = std::exchange(refusals_not_logged_, 0);
-    log(log_level::warn, "client TLS connection from ", peer_of(c.fd), " closed: ", why,
-        tls_->requires_client_certificate()
-          ? "; this port takes TLS clients with a certificate signed by --client-tls-ca"
-          : "; this port takes TLS clients only",
+    // What the reason usually means, in the terms of the flags.
+    auto has = [&](const char* s) { return why.find(s) != std::string::npos; };
+    const char* hint =
+      has("certificate") && !has("alert")
+        ? "; this port takes TLS clients with a certificate signed by --client-tls-ca"
+      : has("alert") ? "; the client refused the session (does it trust the CA that signed "
+                       "--client-tls-cert, and does the certificate name the host it dialled?)"
+                     : "; this port takes TLS clients only";
+    log(log_level::warn, "client TLS connection from ", c.peer, " closed: ", why, hint,
         " (docs/SECURITY.md, \"The client port\")",
         more > 0 ? " (" + std::to_string(more) + " more refused since the last line)"
                  : std::string{});
