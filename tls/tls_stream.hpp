@@ -64,8 +64,9 @@ public:
   /// something without the socket becoming readable.
   bool has_buffered_input() const noexcept;
   /// A read that returned fewer bytes than this, with nothing buffered,
-  /// most likely emptied the socket: a TLS record holds at most 16 KiB, and
-  /// only the last record of a write is shorter. Readers stop there instead
+  /// most likely emptied the socket: a TLS record holds at most 16 KiB,
+  /// only the last record of a write is shorter, and OpenSSL reads ahead
+  /// (tls_context) so records that had arrived are buffered inside it. Readers stop there instead
   /// of paying one more read that would only say "want_read" (the socket's
   /// readiness tells them if more came).
   static constexpr std::size_t full_record = 16 * 1024;
