@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -124,6 +125,35 @@ BOOST_AUTO_TEST_CASE(a_megabyte_crosses_a_small_socket_buffer_through_want_write
   BOOST_TEST(want_write > 0); // the socket buffer filled
   BOOST_TEST((got == sent));
   BOOST_TEST(ERR_peek_error() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(records_read_ahead_are_reported_as_buffered_input) {
+  // The server's shard relies on this: records that arrived together are
+  // taken by one recv() and wait inside OpenSSL, where epoll cannot see
+  // them, so has_buffered_input() must say so until they are read.
+  socket_pair p;
+  auto sctx = server_ctx();
+  auto cctx = client_ctx();
+  auto s = tls_stream::accept(sctx, p.a);
+  auto c = tls_stream::connect(cctx, p.b, "127.0.0.1");
+  BOOST_REQUIRE(s && c);
+  auto [hs, hc] = handshake(*s, *c);
+  BOOST_REQUIRE((hs == state::done && hc == state::done));
+  for (const char* m : {"one", "two", "three"}) // three records
+    BOOST_REQUIRE((c->write(m, std::strlen(m)).st == state::done));
+  char buf[64];
+  auto r = s->read(buf, sizeof buf);
+  BOOST_REQUIRE((r.st == state::done));
+  BOOST_TEST(std::string(buf, r.bytes) == "one");
+  BOOST_TEST(s->has_buffered_input());
+  char probe;
+  BOOST_TEST(::recv(p.a, &probe, 1, MSG_PEEK) == -1); // the socket is empty
+  r = s->read(buf, sizeof buf);
+  BOOST_TEST(std::string(buf, r.bytes) == "two");
+  r = s->read(buf, sizeof buf);
+  BOOST_TEST(std::string(buf, r.bytes) == "three");
+  BOOST_TEST(!s->has_buffered_input());
+  BOOST_TEST((s->read(buf, sizeof buf).st == state::want_read));
 }
 
 BOOST_AUTO_TEST_CASE(garbage_fails_the_handshake_and_leaves_the_error_queue_empty) {
