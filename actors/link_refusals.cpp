@@ -14,6 +14,7 @@
 #include <openssl/x509.h>
 
 #include "common/log.hpp"
+#include "tls/tls_context.hpp"
 
 namespace tally {
 
@@ -149,7 +150,8 @@ void log_refused_node_links(std::chrono::milliseconds window) {
 extern "C" SSL* SSL_new(SSL_CTX* ctx) {
   static const auto next = tally::real<SSL* (*)(SSL_CTX*)>("SSL_new");
   SSL* ssl = next(ctx);
-  if (ssl != nullptr && tally::enabled.load()) {
+  // Only node links (CAF's contexts): not the client port's sessions.
+  if (ssl != nullptr && tally::enabled.load() && !tally::is_tally_context(ctx)) {
     auto* r = new tally::link_record;
     if (SSL_set_ex_data(ssl, tally::record_index(), r) == 1)
       SSL_set_info_callback(ssl, tally::on_info);

@@ -8,7 +8,9 @@
 // RTLD_NEXT) and sets an info callback on the new SSL object that records
 // the peer's address and the fatal TLS alert sent or received; SSL_free logs
 // a connection whose handshake never completed, then calls the real one.
-// Only CAF's node links use OpenSSL in tallyd. If the interposition were
+// The client port's TLS sessions (tls/, made from contexts that
+// is_tally_context marks) are left alone: the client server logs its own
+// refusals. If the interposition were
 // ever lost (a static libssl, a linker change), nothing breaks but the log:
 // tests/cluster/cluster_secret_test.cpp asserts the log line.
 #pragma once

@@ -214,6 +214,29 @@ status check_config(const node_config& cfg) {
   if (!cfg.advertise.empty())
     if (auto hp = parse_host_port(cfg.advertise); !hp)
       return make_error(errc::bad_config, "--advertise: " + hp.err().message());
+  // TLS on the client port: the flags together, and files that load
+  // (checked here so that a bad file is a bad flag, exit 2, before any
+  // data is opened).
+  bool tls_files = !cfg.client_tls.cert.empty() || !cfg.client_tls.key.empty()
+                   || !cfg.client_tls.client_ca.empty();
+  if (!cfg.client_tls_port && tls_files)
+    return make_error(errc::bad_config, "--client-tls-cert, --client-tls-key and "
+                                        "--client-tls-ca need --client-tls-port");
+  if (!cfg.client_tls_port && !cfg.plain_client_port)
+    return make_error(errc::bad_config,
+                      "--no-plain-port needs --client-tls-port: a node needs a client port");
+  if (cfg.client_tls_port) {
+    if (cfg.client_tls.cert.empty() || cfg.client_tls.key.empty())
+      return make_error(errc::bad_config, std::string{"--client-tls-port needs "}
+                                            + (cfg.client_tls.cert.empty()
+                                                 ? "--client-tls-cert"
+                                                 : "--client-tls-key")
+                                            + " (the node's PEM certificate and key)");
+    if (cfg.plain_client_port && *cfg.client_tls_port != 0 && *cfg.client_tls_port == cfg.port)
+      return make_error(errc::bad_config, "--client-tls-port must differ from --port");
+    if (auto ctx = tls_context::server(cfg.client_tls); !ctx)
+      return make_error(errc::bad_config, "TLS client port: " + ctx.err().message());
+  }
   if (cfg.snapshot_retention.count() <= 0)
     return make_error(errc::bad_config,
                       "--snapshot-retention-ms must be positive: a checkpoint "
@@ -541,6 +564,9 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   server_options so;
   so.bind = cfg.bind;
   so.port = cfg.port;
+  so.plain = cfg.plain_client_port;
+  so.tls_port = cfg.client_tls_port;
+  so.tls = cfg.client_tls;
   so.threads = cfg.io_threads;
   so.max_frame_size = cfg.limits.max_frame_size;
   so.max_connections = cfg.limits.max_connections;
@@ -561,9 +587,16 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   }
   self->server_ = std::move(*server);
   self->port_ = self->server_->port();
+  self->tls_port_ = self->server_->tls_port();
   log(log_level::info, "node ", *id, " serving ", held.size(), " of ", cfg.partitions,
-      " partitions from ", cfg.data_dir, " (durability ", cfg.mode,
-      ") on ", cfg.bind, ":", self->port_, ", cluster port ", self->cluster_port_);
+      " partitions from ", cfg.data_dir, " (durability ", cfg.mode, ") on ", cfg.bind, ":",
+      self->port_ == 0 ? std::string{"(no plain port)"} : std::to_string(self->port_),
+      self->tls_port_ == 0 ? std::string{}
+                           : ", TLS on " + std::to_string(self->tls_port_)
+                               + (cfg.client_tls.client_ca.empty()
+                                    ? std::string{}
+                                    : " (client certificates required)"),
+      ", cluster port ", self->cluster_port_);
   log(log_level::debug, "checkpoints every ", cfg.checkpoint_interval.count(),
       " ms, snapshot retention ", cfg.snapshot_retention.count(),
       " ms; FBF tick ", timers.fbf_tick.count(), " ms, adaptive ",

@@ -23,6 +23,7 @@
 #include "actors/node_context.hpp"
 #include "common/expected.hpp"
 #include "journal/journal.hpp"
+#include "tls/tls_context.hpp"
 
 namespace caf {
 class actor_system;
@@ -45,6 +46,14 @@ struct node_config {
   /// periodic:MS, default 1000).
   std::chrono::milliseconds periodic_sync{1000};
   node_limits limits;
+  /// TLS on the client port (docs/SECURITY.md, "The client port"): a TLS
+  /// listener on --bind:--client-tls-port (0: a free port) with this
+  /// node's certificate and key (--client-tls-cert, --client-tls-key);
+  /// --client-tls-ca requires client certificates it signed. None when
+  /// absent. --no-plain-port leaves the plain port closed.
+  std::optional<std::uint16_t> client_tls_port;
+  tls_server_files client_tls;
+  bool plain_client_port = true;
   /// Client I/O threads (--io-threads): server/client_server.hpp.
   std::size_t io_threads = 2;
   /// Partition actors on their own threads (default) or on the scheduler;
@@ -129,7 +138,10 @@ public:
   node(const node&) = delete;
   node& operator=(const node&) = delete;
 
+  /// The plain client port (0 with --no-plain-port) and the TLS client
+  /// port (0: none).
   std::uint16_t port() const noexcept { return port_; }
+  std::uint16_t tls_port() const noexcept { return tls_port_; }
   std::uint16_t cluster_port() const noexcept { return cluster_port_; }
   const std::string& id() const noexcept { return id_; }
 
@@ -159,6 +171,7 @@ private:
   };
   std::shared_ptr<spawned_actors> spawned_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   std::uint16_t cluster_port_ = 0;
   std::string id_;
   int lock_fd_ = -1;

@@ -44,7 +44,8 @@ constexpr int exit_usage = 2;
 constexpr int exit_unreachable = 3;
 
 constexpr const char* main_usage =
-  R"(usage: tally [--host H] [--port P] [--timeout MS] [--retries N] <command> [args]
+  R"(usage: tally [--host H] [--port P] [--timeout MS] [--retries N]
+             [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] <command> [args]
 
 Talks to a Tally node (tallyd) over the AntidoteDB client protocol.
 
@@ -77,6 +78,14 @@ options:
   --port P        node port (default 8087)
   --timeout MS    connect and per-request timeout (default 1000)
   --retries N     resends of a timed-out static request (default 2)
+  --tls-ca FILE   connect over TLS (to tallyd's --client-tls-port), trusting
+                  node certificates signed by this PEM CA
+  --tls-cert FILE, --tls-key FILE
+                  this client's PEM certificate and key, for a node that
+                  requires client certificates (tallyd --client-tls-ca)
+  --tls-server-name NAME
+                  the name the node's certificate must carry (default:
+                  --host; an IP address is matched against IP SANs)
   --admin-socket PATH
                   talk to the node's admin socket (tallyd --admin-socket,
                   default DATA-DIR/admin.sock) instead of --host/--port:
@@ -1408,6 +1417,16 @@ int main(int argc, char** argv) {
       opts.admin_socket = value_of("--admin-socket");
       if (opts.admin_socket.empty())
         bad_usage("--admin-socket must not be empty", main_usage);
+    } else if (flag_is("--tls-ca") || flag_is("--tls-cert") || flag_is("--tls-key")
+               || flag_is("--tls-server-name")) {
+      auto flag = args[i].substr(0, args[i].find('='));
+      auto value = value_of(flag);
+      if (value.empty())
+        bad_usage(flag + " must not be empty", main_usage);
+      (flag == "--tls-ca"     ? opts.tls_ca
+       : flag == "--tls-cert" ? opts.tls_cert
+       : flag == "--tls-key"  ? opts.tls_key
+                              : opts.tls_server_name) = value;
     } else if (flag_is("--port")) {
       auto text = value_of("--port");
       auto p = parse_int(text);

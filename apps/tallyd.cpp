@@ -1,5 +1,6 @@
 // tallyd: one Tally node (docs/NODE.md). Serves AntidoteDB's client protocol
-// on --bind:--port from the partitions under --data-dir until SIGTERM or
+// on --bind:--port (and inside TLS on --client-tls-port; docs/SECURITY.md,
+// "The client port") from the partitions under --data-dir until SIGTERM or
 // SIGINT, then flushes and exits 0. Exit codes: 0 clean shutdown, 1 start
 // failure (unusable data dir, port in use, recovery error, a partition's
 // data missing or damaged), 2 bad flag, 3 damaged storage found while
@@ -36,6 +37,16 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --data-dir DIR          where partitions are stored (default ./data)
   --port N                client port (default 8087; 0 picks a free one)
   --bind ADDR             client address (default 127.0.0.1)
+  --client-tls-port N     also serve clients over TLS on --bind:N (0 picks a
+                          free one), beside the plain port; needs:
+  --client-tls-cert FILE, --client-tls-key FILE
+                          the PEM certificate (chain) this node presents to
+                          clients and its private key
+  --client-tls-ca FILE    require client certificates signed by this PEM CA
+                          on the TLS port (default: any TLS client)
+  --no-plain-port         serve clients on the TLS port only (--port is
+                          then not listened on; docs/SECURITY.md, "The
+                          client port")
   --cluster-secret-file FILE
                           the cluster's shared secret (at least 32 bytes,
                           mode 0600; openssl rand -hex 32 > FILE): node
@@ -225,6 +236,24 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.links.key = v;
   } else if (key == "tls-ca") {
     cfg.links.ca = v;
+  } else if (key == "client-tls-port") {
+    cfg.client_tls_port = static_cast<std::uint16_t>(parse_uint(key, v, 65535));
+  } else if (key == "client-tls-cert") {
+    if (v.empty())
+      throw bad_flag{"--client-tls-cert needs a file"};
+    cfg.client_tls.cert = v;
+  } else if (key == "client-tls-key") {
+    if (v.empty())
+      throw bad_flag{"--client-tls-key needs a file"};
+    cfg.client_tls.key = v;
+  } else if (key == "client-tls-ca") {
+    if (v.empty())
+      throw bad_flag{"--client-tls-ca needs a file"};
+    cfg.client_tls.client_ca = v;
+  } else if (key == "no-plain-port") {
+    if (v != "true")
+      throw bad_flag{"--no-plain-port takes no value"};
+    cfg.plain_client_port = false;
   } else if (key == "admin-socket") {
     cfg.admin_socket = v == "none" ? std::string{} : v;
   } else if (key == "partitions") {
@@ -384,7 +413,7 @@ std::optional<node_config> parse(int argc, char** argv) {
       throw bad_flag{"unexpected argument '" + a + "'"};
     a = a.substr(2);
     std::string v;
-    if (a == "insecure-cluster-links") { // the one flag without a value
+    if (a == "insecure-cluster-links" || a == "no-plain-port") { // flags without a value
       flags.emplace_back(a, "true");
       continue;
     }
@@ -475,8 +504,11 @@ int main(int argc, char** argv) {
       rc = 1;
     } else {
       // The test harness and scripts wait for this line.
-      log(log_level::info, "tallyd ready on port ", (*n)->port(), " (node ",
-          (*n)->id(), ", cluster port ", (*n)->cluster_port(), ")");
+      // With --no-plain-port, "port" is the TLS port.
+      auto tls = (*n)->tls_port();
+      log(log_level::info, "tallyd ready on port ", (*n)->port() != 0 ? (*n)->port() : tls,
+          " (node ", (*n)->id(), ", cluster port ", (*n)->cluster_port(),
+          tls != 0 ? ", TLS client port " + std::to_string(tls) : std::string{}, ")");
       int sig = 0;
       sigwait(&stop_signals, &sig);
       log(log_level::info, "signal ", sig, ": flushing and shutting down");

@@ -117,8 +117,10 @@ std::string frame_bytes(const request& req) {
 
 // ---- client ----------------------------------------------------------------
 
-client::client(client_options options, connection conn, std::uint64_t id)
-    : options_(std::move(options)), conn_(std::move(conn)), client_id_(id) {}
+client::client(client_options options, connection conn, std::uint64_t id,
+               std::shared_ptr<const tls_context> tls)
+    : options_(std::move(options)), conn_(std::move(conn)), tls_(std::move(tls)),
+      client_id_(id) {}
 
 expected<client> client::connect(client_options options) {
   if (options.timeout.count() <= 0)
@@ -126,20 +128,33 @@ expected<client> client::connect(client_options options) {
                                           + std::to_string(
                                             options.timeout.count())
                                           + " ms");
+  std::shared_ptr<const tls_context> tls;
+  bool tls_files = !options.tls_cert.empty() || !options.tls_key.empty()
+                   || !options.tls_server_name.empty();
+  if (options.tls_ca.empty() && tls_files)
+    return make_error(errc::bad_config, "a TLS client certificate, key or server name needs "
+                                        "the CA of the node's certificate (--tls-ca)");
+  if (!options.tls_ca.empty()) {
+    auto ctx = tls_context::client(
+      {options.tls_ca, options.tls_cert, options.tls_key, options.tls_server_name});
+    if (!ctx)
+      return ctx.err();
+    tls = std::make_shared<const tls_context>(std::move(*ctx));
+  }
   auto conn = options.admin_socket.empty()
-                ? connection::open(options.host, options.port, options.timeout)
+                ? connection::open(options.host, options.port, options.timeout, tls.get())
                 : connection::open_unix(options.admin_socket);
   if (!conn)
     return conn.err();
   auto id = options.client_id ? *options.client_id : random_client_id();
-  return client{std::move(options), std::move(*conn), id};
+  return client{std::move(options), std::move(*conn), id, std::move(tls)};
 }
 
 status client::ensure_connected() {
   if (conn_.is_open())
     return {};
   auto conn = options_.admin_socket.empty()
-                ? connection::open(options_.host, options_.port, options_.timeout)
+                ? connection::open(options_.host, options_.port, options_.timeout, tls_.get())
                 : connection::open_unix(options_.admin_socket);
   if (!conn)
     return conn.err();

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,16 @@ struct client_options {
   /// Connect to this Unix socket (a node's admin socket, tallyd
   /// --admin-socket) instead of host:port; admin requests need it.
   std::string admin_socket;
+  /// TLS to a node's TLS port (tallyd --client-tls-port; docs/CLIENT.md,
+  /// "TLS"): on when `tls_ca` names the PEM CA that signed the node's
+  /// certificate. `tls_cert` and `tls_key` (both or neither) are this
+  /// client's certificate, for nodes started with --client-tls-ca.
+  /// `tls_server_name` is the name the node's certificate must carry
+  /// (default: `host`; an IP address is matched against IP SANs).
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
 
   /// The longest time from the first send of a static request to its last
   /// resend: before each of the `retries` resends the client may wait
@@ -300,7 +311,8 @@ private:
   friend class transaction;
   friend class pipeline;
 
-  client(client_options options, connection conn, std::uint64_t id);
+  client(client_options options, connection conn, std::uint64_t id,
+         std::shared_ptr<const tls_context> tls);
 
   /// The snapshot to send: `explicit_clock`, else the session clock.
   std::optional<std::string> snapshot(std::optional<std::string> explicit_clock);
@@ -328,6 +340,7 @@ private:
 
   client_options options_;
   connection conn_;
+  std::shared_ptr<const tls_context> tls_; // null: plain TCP
   std::uint64_t client_id_;
   std::uint64_t seq_ = 0;
   std::optional<std::string> session_clock_;

@@ -119,7 +119,8 @@ expected<connection> connection::open_unix(const std::string& path) {
 
 expected<connection> connection::open(const std::string& host,
                                       std::uint16_t port,
-                                      std::chrono::milliseconds timeout) {
+                                      std::chrono::milliseconds timeout,
+                                      const tls_context* tls) {
   auto peer = host + ':' + std::to_string(port);
   auto deadline = client_clock::now() + timeout;
   addrinfo hints{};
@@ -138,8 +139,17 @@ expected<connection> connection::open(const std::string& host,
   for (auto* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next)
     fd = connect_one(*ai, deadline, err);
   ::freeaddrinfo(found);
-  if (fd >= 0)
-    return connection{fd, std::move(peer)};
+  if (fd >= 0) {
+    connection conn{fd, std::move(peer)};
+    if (tls != nullptr)
+      if (auto st = conn.start_tls(*tls, host, deadline); !st) {
+        if (st.err().code() == errc::timeout)
+          return make_error(errc::timeout, st.err().message() + " within "
+                                             + std::to_string(timeout.count()) + " ms");
+        return st.err();
+      }
+    return conn;
+  }
   if (err == ETIMEDOUT)
     return make_error(errc::timeout,
                       "cannot connect to " + peer + ": no answer within "
@@ -156,7 +166,9 @@ connection::connection(int fd, std::string peer)
 connection::connection(connection&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       peer_(std::move(other.peer_)),
-      decoder_(std::move(other.decoder_)) {}
+      decoder_(std::move(other.decoder_)),
+      tls_(std::exchange(other.tls_, std::nullopt)),
+      tls_read_wants_write_(other.tls_read_wants_write_) {}
 
 connection& connection::operator=(connection&& other) noexcept {
   if (this != &other) {
@@ -164,6 +176,8 @@ connection& connection::operator=(connection&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     peer_ = std::move(other.peer_);
     decoder_ = std::move(other.decoder_);
+    tls_ = std::exchange(other.tls_, std::nullopt);
+    tls_read_wants_write_ = other.tls_read_wants_write_;
   }
   return *this;
 }
@@ -171,6 +185,10 @@ connection& connection::operator=(connection&& other) noexcept {
 connection::~connection() { close(); }
 
 void connection::close() noexcept {
+  if (tls_ && fd_ >= 0)
+    tls_->shutdown(); // close_notify, when the session is healthy
+  tls_.reset();
+  tls_read_wants_write_ = false;
   if (fd_ >= 0)
     ::close(fd_);
   fd_ = -1;
@@ -193,6 +211,8 @@ status connection::send_bytes(const std::string& bytes,
                               client_clock::time_point deadline) {
   if (fd_ < 0)
     return make_error(errc::unavailable, peer_ + ": connection is closed");
+  if (tls_)
+    return send_tls(bytes, deadline);
   std::size_t sent = 0;
   while (sent < bytes.size()) {
     int ev = wait_for(fd_, POLLIN | POLLOUT, deadline);
@@ -222,6 +242,8 @@ status connection::send_bytes(const std::string& bytes,
 }
 
 status connection::read_available() {
+  if (tls_)
+    return read_tls();
   char buf[read_chunk];
   for (;;) {
     auto n = ::recv(fd_, buf, sizeof(buf), 0);
@@ -253,13 +275,136 @@ expected<frame> connection::receive(client_clock::time_point deadline) {
       return std::move(*f);
     if (fd_ < 0)
       return make_error(errc::unavailable, peer_ + ": connection is closed");
-    int ev = wait_for(fd_, POLLIN, deadline);
+    short want = tls_read_wants_write_ ? POLLOUT : POLLIN;
+    int ev = wait_for(fd_, want, deadline);
     if (ev < 0)
       return fail(errc::unavailable, "poll failed: " + describe_errno(errno));
     if (ev == 0)
       return fail(errc::timeout, "no reply before the request's deadline");
     if (auto st = read_available(); !st)
       return st.err();
+  }
+}
+
+// ---- TLS (docs/SECURITY.md, "The client port") ---------------------------
+
+std::string connection::tls_description() const {
+  return tls_ ? tls_->describe() : std::string{};
+}
+
+error connection::tls_failure(const char* during) {
+  auto why = tls_->failure();
+  // What the reason usually means, in the terms of the flags.
+  std::string hint;
+  if (why.find("alert certificate required") != std::string::npos)
+    hint = " — the node requires a client certificate (--tls-cert, --tls-key; "
+           "client_options::tls_cert)";
+  else if (why.find("alert unknown ca") != std::string::npos
+           || why.find("alert bad certificate") != std::string::npos
+           || why.find("alert decrypt error") != std::string::npos)
+    hint = " — the node does not accept this client's certificate (not signed by its "
+           "--client-tls-ca)";
+  else if (why.find("certificate verify failed") != std::string::npos)
+    hint = " — the node's certificate is not signed by the CA given (--tls-ca), or does "
+           "not name this host (--tls-server-name)";
+  else if (why.find("wrong version number") != std::string::npos
+           || why.find("packet length too long") != std::string::npos
+           || why.find("record layer failure") != std::string::npos)
+    hint = " — is this the node's TLS port (tallyd --client-tls-port)?";
+  return fail(errc::bad_config, std::string{"TLS "} + during + " failed: " + why + hint);
+}
+
+status connection::start_tls(const tls_context& ctx, const std::string& host,
+                             client_clock::time_point deadline) {
+  auto s = tls_stream::connect(ctx, fd_, host);
+  if (!s)
+    return fail(s.err().code(), s.err().message());
+  tls_.emplace(std::move(*s));
+  for (;;) {
+    auto r = tls_->handshake();
+    using st = tls_stream::state;
+    if (r.st == st::done)
+      return {};
+    if (r.st == st::closed)
+      return fail(errc::unavailable,
+                  "the node closed the connection during the TLS handshake — is this its "
+                  "TLS port (tallyd --client-tls-port)?");
+    if (r.st == st::failed)
+      return tls_failure("handshake");
+    int ev = wait_for(fd_, r.st == st::want_read ? POLLIN : POLLOUT, deadline);
+    if (ev < 0)
+      return fail(errc::unavailable, "poll failed: " + describe_errno(errno));
+    if (ev == 0)
+      return fail(errc::timeout, "no TLS handshake");
+  }
+}
+
+status connection::send_tls(const std::string& bytes, client_clock::time_point deadline) {
+  using st = tls_stream::state;
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    // After want_*, the same bytes are offered again (OpenSSL requires it).
+    auto r = tls_->write(bytes.data() + sent, bytes.size() - sent);
+    if (r.st == st::done) {
+      sent += r.bytes;
+      continue;
+    }
+    if (r.st == st::closed || r.st == st::failed) {
+      // The node may have said why before it closed (a TLS alert such as
+      // "certificate required"): read it for the message.
+      auto why = read_tls();
+      if (!why && why.err().code() == errc::bad_config)
+        return why;
+      if (!tls_)
+        return why; // read_tls closed the connection: its error is the one
+      return r.st == st::closed ? fail(errc::unavailable, "the node closed the connection")
+                                : tls_failure("write");
+    }
+    // Wait, buffering replies meanwhile as the plain path does, so the node
+    // never blocks on a full send buffer while this side blocks on one.
+    short want = r.st == st::want_read ? POLLIN : POLLIN | POLLOUT;
+    int ev = wait_for(fd_, want, deadline);
+    if (ev < 0)
+      return fail(errc::unavailable, "poll failed: " + describe_errno(errno));
+    if (ev == 0)
+      return fail(errc::timeout, "request not sent before its deadline");
+    if (ev & POLLIN)
+      if (auto rd = read_tls(); !rd)
+        return rd;
+  }
+  return {};
+}
+
+status connection::read_tls() {
+  using st = tls_stream::state;
+  tls_read_wants_write_ = false;
+  char buf[read_chunk];
+  // Until OpenSSL wants the socket again, or a short record with nothing
+  // left inside OpenSSL (tls_stream::full_record): decrypted bytes left
+  // inside it would not make the socket readable, and receive() would wait
+  // in vain.
+  for (;;) {
+    auto r = tls_->read(buf, sizeof buf);
+    if (r.st == st::done) {
+      if (auto ok = decoder_.feed({buf, r.bytes}); !ok)
+        return fail(ok.err().code(), "reply stream is not framed (" + ok.err().message()
+                                       + ") — is this a Tally or AntidoteDB node?");
+      if (r.bytes < tls_stream::full_record && !tls_->has_buffered_input())
+        return {};
+      continue;
+    }
+    if (r.st == st::want_read)
+      return {};
+    if (r.st == st::want_write) {
+      tls_read_wants_write_ = true;
+      return {};
+    }
+    if (r.st == st::failed)
+      return tls_failure("read");
+    if (auto ok = decoder_.finish(); !ok)
+      return fail(ok.err().code(), "closed the connection inside a reply ("
+                                     + ok.err().message() + ")");
+    return fail(errc::unavailable, "the node closed the connection");
   }
 }
 

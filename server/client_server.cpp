@@ -17,10 +17,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include "common/log.hpp"
 #include "server/connection.hpp"
+#include "tls/tls_stream.hpp"
 
 namespace tally {
 
@@ -30,6 +32,45 @@ namespace {
 constexpr std::uint64_t inbox_tag = 0;
 constexpr std::uint64_t listen_tag = 1;
 constexpr std::uint64_t admin_listen_tag = 2;
+constexpr std::uint64_t tls_listen_tag = 3;
+
+// Where a connection came in.
+enum class door { plain, tls, admin };
+
+// Bytes one TLS connection may decrypt per wake-up before the others get
+// their turn (the plain path reads at most 16 x 64 KiB). Why 1 MiB: the
+// same bound, counted in bytes since a TLS read returns one record (at
+// most 16 KiB) at a time.
+constexpr std::size_t tls_read_per_wakeup = 1u << 20;
+
+// How long a connection whose TLS handshake failed is kept half-closed,
+// its input read and dropped, before it is closed. Why: closing a socket
+// with unread input sends a reset, and a reset makes the peer's kernel drop
+// what it had not read yet: the TLS alert that says why ("certificate
+// required"). A TLS 1.3 client sends its first request right after its side
+// of the handshake, so that input is usual. 2 s: a healthy peer reads the
+// alert and closes within a round trip.
+constexpr std::chrono::seconds tls_linger{2};
+
+// "ip:port" of a socket's peer, for log lines ("?" when unknown).
+std::string peer_of(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return "?";
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (a.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&a);
+    ::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+    return std::string{buf} + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (a.ss_family == AF_INET6) {
+    auto* in = reinterpret_cast<sockaddr_in6*>(&a);
+    ::inet_ntop(AF_INET6, &in->sin6_addr, buf, sizeof buf);
+    return "[" + std::string{buf} + "]:" + std::to_string(ntohs(in->sin6_port));
+  }
+  return "?";
+}
 
 // Work posted to a shard from any thread. It outlives the shard's thread:
 // a reply that arrives after stop() is dropped here, not run.
@@ -87,13 +128,14 @@ public:
   shard(std::size_t index, const server_options& opts,
         std::shared_ptr<request_handler> handler,
         std::shared_ptr<std::atomic<std::size_t>> live,
-        std::shared_ptr<partial_frame_budget> budget)
+        std::shared_ptr<partial_frame_budget> budget,
+        std::shared_ptr<const tls_context> tls)
       : index_(index), opts_(opts), handler_(std::move(handler)),
-        live_(std::move(live)), budget_(std::move(budget)),
+        live_(std::move(live)), budget_(std::move(budget)), tls_(std::move(tls)),
         inbox_(std::make_shared<inbox>()),
         // Connection ids are the node's session ids: the shard's index in
         // the top byte keeps them unique across shards.
-        next_id_((static_cast<std::uint64_t>(index) << 56) + admin_listen_tag + 1) {}
+        next_id_((static_cast<std::uint64_t>(index) << 56) + tls_listen_tag + 1) {}
 
   ~shard() {
     for (auto& [id, c] : conns_)
@@ -116,12 +158,14 @@ public:
   }
 
   // The first shard accepts for all (`peers`, itself included), on the
-  // client port and on the admin socket (admin_fd, -1: none).
-  status listen_on(int fd, int admin_fd, std::vector<shard*> peers) {
+  // client port, the TLS port and the admin socket (-1: none).
+  status listen_on(int fd, int tls_fd, int admin_fd, std::vector<shard*> peers) {
     listen_fd_ = fd;
+    tls_fd_ = tls_fd;
     admin_fd_ = admin_fd;
     peers_ = std::move(peers);
-    for (auto [lfd, tag] : {std::pair{fd, listen_tag}, std::pair{admin_fd, admin_listen_tag}}) {
+    for (auto [lfd, tag] : {std::pair{fd, listen_tag}, std::pair{tls_fd, tls_listen_tag},
+                            std::pair{admin_fd, admin_listen_tag}}) {
       if (lfd < 0)
         continue;
       epoll_event ev{};
@@ -143,7 +187,8 @@ public:
     epoll_event evs[256];
     auto last_sweep = clock::now();
     while (running_) {
-      int n = ::epoll_wait(epfd_, evs, 256, 1000);
+      // Decrypted bytes waiting inside OpenSSL wake no epoll: don't sleep.
+      int n = ::epoll_wait(epfd_, evs, 256, queued_reads_.empty() ? 1000 : 0);
       if (n < 0) {
         if (errno == EINTR)
           continue;
@@ -156,13 +201,16 @@ public:
           for (auto& fn : inbox_->take())
             fn();
         } else if (tag == listen_tag) {
-          accept_all(listen_fd_, false);
+          accept_all(listen_fd_, door::plain);
+        } else if (tag == tls_listen_tag) {
+          accept_all(tls_fd_, door::tls);
         } else if (tag == admin_listen_tag) {
-          accept_all(admin_fd_, true);
+          accept_all(admin_fd_, door::admin);
         } else {
           on_socket(tag, evs[i].events);
         }
       }
+      read_queued();
       flush_dirty();
       auto now = clock::now();
       if (now - last_sweep >= std::chrono::seconds{1}) {
@@ -172,10 +220,11 @@ public:
     }
   }
 
-  // Takes over an accepted socket (on this shard's thread); `admin`: it came
-  // in on the admin socket.
-  void adopt(int fd, bool admin = false) {
+  // Takes over an accepted socket (on this shard's thread), which came in
+  // through `from`.
+  void adopt(int fd, door from) {
     int one = 1;
+    bool admin = from == door::admin;
     if (!admin)
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto id = next_id_++ | (admin ? admin_session_bit : 0);
@@ -186,6 +235,21 @@ public:
                                                       opts_.requests},
                                     budget_);
     c->last_active = clock::now();
+    if (from == door::tls) {
+      auto s = tls_stream::accept(*tls_, fd);
+      if (!s) {
+        log(log_level::warn, "client TLS connection from ", peer_of(fd),
+            " closed: ", s.err().message());
+        ::close(fd);
+        --*live_;
+        return;
+      }
+      c->tls.emplace(std::move(*s));
+      c->peer = peer_of(fd); // for log lines, even after the peer is gone
+      // The handshake counts as a request being read: a peer that never
+      // finishes it is closed after --request-read-timeout-ms.
+      c->partial_since = c->last_active;
+    }
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = id;
@@ -204,10 +268,10 @@ public:
   // if that one qualifies (server_options::evict_idle_after), else it is
   // closed. 1,024 idle sockets used to shut every other client out until
   // the idle timeout (300 s).
-  void admit_at_limit(int fd, bool admin) {
+  void admit_at_limit(int fd, door from) {
     if (live_->load() < opts_.max_connections) { // room was made meanwhile
       ++*live_;
-      adopt(fd, admin);
+      adopt(fd, from);
       return;
     }
     auto now = clock::now();
@@ -237,7 +301,7 @@ public:
         " ms at the connection limit (--max-connections)");
     close_conn(*idlest);
     ++*live_;
-    adopt(fd, admin);
+    adopt(fd, from);
   }
 
 private:
@@ -254,6 +318,17 @@ private:
     bool dirty = false;
     clock::time_point last_active;   // last bytes in, or last reply
     std::optional<clock::time_point> partial_since; // mid-request since
+    // A connection of the TLS port: its session, and which way OpenSSL
+    // waits for the socket when it cannot go on (a read that must write
+    // first, during a handshake; a write that must read first).
+    std::optional<tls_stream> tls;
+    bool read_wants_write = false;
+    bool write_wants_read = false;
+    bool read_queued = false; // in queued_reads_
+    std::string peer;         // "ip:port" (TLS connections, for log lines)
+    // Since when a connection whose TLS handshake failed is half-closed,
+    // waiting for its peer to close (tls_linger).
+    std::optional<clock::time_point> lingering_since;
   };
 
   // Closes idle connections and senders stalled inside a request.
@@ -261,10 +336,18 @@ private:
     std::vector<std::uint64_t> doomed;
     for (auto& [id, c] : conns_) {
       const auto& s = c->state;
-      if (opts_.request_read_timeout.count() > 0 && c->partial_since
+      if (c->lingering_since) {
+        if (now - *c->lingering_since > tls_linger)
+          doomed.push_back(id);
+      } else if (opts_.request_read_timeout.count() > 0 && c->partial_since
           && now - *c->partial_since > opts_.request_read_timeout) {
-        log(log_level::warn, "client connection closed: a request stayed incomplete for over ",
-            opts_.request_read_timeout.count(), " ms (--request-read-timeout-ms)");
+        if (c->tls && !c->tls->handshake_done())
+          log_tls_refusal(*c, "its TLS handshake did not finish within "
+                                + std::to_string(opts_.request_read_timeout.count())
+                                + " ms (--request-read-timeout-ms)");
+        else
+          log(log_level::warn, "client connection closed: a request stayed incomplete for over ",
+              opts_.request_read_timeout.count(), " ms (--request-read-timeout-ms)");
         doomed.push_back(id);
       } else if (opts_.idle_timeout.count() > 0 && s.in_flight() == 0
                  && s.output().empty() && now - c->last_active > opts_.idle_timeout) {
@@ -278,7 +361,8 @@ private:
         close_conn(*it->second);
   }
 
-  void accept_all(int listen_fd, bool admin) {
+  void accept_all(int listen_fd, door from) {
+    bool admin = from == door::admin;
     for (;;) {
       int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
@@ -294,16 +378,16 @@ private:
       if (!admin && live_->load() >= opts_.max_connections) {
         // Full: the shard it goes to makes room, or refuses it.
         if (to == this)
-          admit_at_limit(fd, admin);
+          admit_at_limit(fd, from);
         else
-          to->post([to, fd, admin] { to->admit_at_limit(fd, admin); });
+          to->post([to, fd, from] { to->admit_at_limit(fd, from); });
         continue;
       }
       ++*live_;
       if (to == this)
-        adopt(fd, admin);
+        adopt(fd, from);
       else
-        to->post([to, fd, admin] { to->adopt(fd, admin); });
+        to->post([to, fd, from] { to->adopt(fd, from); });
     }
   }
 
@@ -312,6 +396,10 @@ private:
     if (it == conns_.end())
       return;
     auto& c = *it->second;
+    if (c.lingering_since) {
+      drain(c);
+      return;
+    }
     if (events & (EPOLLHUP | EPOLLERR)) {
       // Reset, or both directions shut: no reply can reach the peer any
       // more (a half-close arrives as EPOLLIN and a read of 0 instead).
@@ -320,21 +408,164 @@ private:
       close_conn(c);
       return;
     }
-    if (events & EPOLLIN) {
-      if (!read_from(c)) {
-        close_conn(c);
-        return;
-      }
-      auto now = clock::now();
-      c.last_active = now;
-      if (!c.state.mid_request())
-        c.partial_since.reset();
-      else if (!c.partial_since)
-        c.partial_since = now;
-      pump(c);
+    bool readable = (events & EPOLLIN) != 0;
+    bool writable = (events & EPOLLOUT) != 0;
+    if (c.tls) {
+      // OpenSSL may wait on the other direction (see conn).
+      readable = readable || (writable && c.read_wants_write);
+      writable = writable || (readable && c.write_wants_read);
     }
-    if (events & EPOLLOUT)
+    if (readable && !read_ready(c))
+      return; // closed
+    if (writable)
       mark_dirty(c);
+  }
+
+  // Reads and hands on what the connection has; false when it was closed
+  // or refused (lingering).
+  bool read_ready(conn& c) {
+    if (!(c.tls ? read_tls(c) : read_from(c))) {
+      close_conn(c);
+      return false;
+    }
+    if (c.lingering_since)
+      return false; // refused: nothing more to do until it closes
+    auto now = clock::now();
+    c.last_active = now;
+    if (!c.state.mid_request() && (!c.tls || c.tls->handshake_done()))
+      c.partial_since.reset();
+    else if (!c.partial_since)
+      c.partial_since = now;
+    pump(c);
+    return true;
+  }
+
+  // TLS connections whose decrypted bytes wait inside OpenSSL while the
+  // connection may read (queue_read): read now, as epoll will not say so.
+  void read_queued() {
+    auto ids = std::move(queued_reads_);
+    queued_reads_.clear();
+    for (auto id : ids) {
+      auto it = conns_.find(id);
+      if (it == conns_.end())
+        continue;
+      auto& c = *it->second;
+      c.read_queued = false;
+      if (c.state.wants_read() && !c.lingering_since)
+        read_ready(c);
+    }
+  }
+
+  void queue_read(conn& c) {
+    if (!c.read_queued && c.state.wants_read() && c.tls->has_buffered_input()) {
+      c.read_queued = true;
+      queued_reads_.push_back(c.id);
+    }
+  }
+
+  // read_from for a TLS connection: the handshake first, then records.
+  // False when the connection must close (a failed handshake is logged).
+  bool read_tls(conn& c) {
+    auto& t = *c.tls;
+    c.read_wants_write = false;
+    if (!t.handshake_done()) {
+      auto r = t.handshake();
+      if (r.st == tls_stream::state::want_read)
+        return true;
+      if (r.st == tls_stream::state::want_write) {
+        c.read_wants_write = true;
+        return true;
+      }
+      if (r.st == tls_stream::state::closed) {
+        log(log_level::debug, "client TLS connection from ", c.peer,
+            " closed before its TLS handshake");
+        return false;
+      }
+      if (r.st == tls_stream::state::failed) {
+        log_tls_refusal(c, "TLS handshake failed: " + t.failure());
+        linger(c);
+        return true;
+      }
+      log(log_level::debug, "client TLS connection from ", c.peer, ": ", t.describe());
+    }
+    char buf[64 * 1024];
+    std::size_t taken = 0;
+    while (c.state.wants_read() && taken < tls_read_per_wakeup) {
+      auto r = t.read(buf, sizeof buf);
+      if (r.st == tls_stream::state::done) {
+        c.state.feed(std::string_view{buf, r.bytes});
+        taken += r.bytes;
+        if (r.bytes < tls_stream::full_record && !t.has_buffered_input())
+          break; // most likely drained; epoll says if not (full_record)
+        continue;
+      }
+      if (r.st == tls_stream::state::want_write)
+        c.read_wants_write = true;
+      else if (r.st == tls_stream::state::closed)
+        c.state.peer_closed();
+      else if (r.st == tls_stream::state::failed) {
+        log(log_level::info, "client TLS connection from ", c.peer, " closed: ", t.failure());
+        return false;
+      }
+      break; // want_read: the socket is drained
+    }
+    queue_read(c);
+    return true;
+  }
+
+  // After a failed handshake (OpenSSL has sent its alert): no more output,
+  // and the peer's input is read and dropped until it closes or tls_linger
+  // passes (why: tls_linger).
+  void linger(conn& c) {
+    ::shutdown(c.fd, SHUT_WR);
+    c.lingering_since = clock::now();
+    c.partial_since.reset();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c.id;
+    ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c.fd, &ev);
+    c.events = EPOLLIN;
+  }
+
+  // Reads and drops a lingering connection's input; closes it at its end.
+  void drain(conn& c) {
+    char buf[16 * 1024];
+    for (int round = 0; round < 16; ++round) {
+      auto n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0)
+        continue;
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+      break; // the peer closed, or the socket broke
+    }
+    close_conn(c);
+  }
+
+  // One warn line per refused TLS connection, at most one a second per
+  // shard: a scanner or a misconfigured client fleet cannot flood the log
+  // (the next line counts the ones left out).
+  void log_tls_refusal(const conn& c, const std::string& why) {
+    auto now = clock::now();
+    if (last_refusal_log_ && now - *last_refusal_log_ < std::chrono::seconds{1}) {
+      ++refusals_not_logged_;
+      return;
+    }
+    last_refusal_log_ = now;
+    auto more = std::exchange(refusals_not_logged_, 0);
+    // What the reason usually means, in the terms of the flags.
+    auto has = [&](const char* s) { return why.find(s) != std::string::npos; };
+    const char* hint =
+      has("certificate") && !has("alert")
+        ? "; this port takes TLS clients with a certificate signed by --client-tls-ca"
+      : has("alert") ? "; the client refused the session (does it trust the CA that signed "
+                       "--client-tls-cert, and does the certificate name the host it dialled?)"
+                     : "; this port takes TLS clients only";
+    log(log_level::warn, "client TLS connection from ", c.peer, " closed: ", why, hint,
+        " (docs/SECURITY.md, \"The client port\")",
+        more > 0 ? " (" + std::to_string(more) + " more refused since the last line)"
+                 : std::string{});
   }
 
   // Reads what the socket has (bounded per wake-up, for fairness). False
@@ -407,8 +638,10 @@ private:
         continue;
       auto& c = *it->second;
       c.dirty = false;
-      bool broken = false;
-      while (!c.state.output().empty()) {
+      if (c.lingering_since)
+        continue; // refused: only its input is read (linger)
+      bool broken = c.tls ? !write_tls(c) : false;
+      while (!c.tls && !broken && !c.state.output().empty()) {
         auto out = c.state.output();
         auto n = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
         if (n > 0) {
@@ -428,6 +661,16 @@ private:
       }
       std::uint32_t want = (c.state.wants_read() ? EPOLLIN : 0u)
                            | (c.state.output().empty() ? 0u : EPOLLOUT);
+      if (c.tls) {
+        // Watch the direction OpenSSL waits for, and only that one: an
+        // always-writable socket watched for a write that waits to read
+        // would wake the loop without end.
+        bool reading = c.state.wants_read() || !c.tls->handshake_done();
+        bool writing = !c.state.output().empty();
+        want = (reading ? (c.read_wants_write ? EPOLLOUT : EPOLLIN) : 0u)
+               | (writing ? (c.write_wants_read ? EPOLLIN : EPOLLOUT) : 0u);
+        queue_read(c); // reading may have been let go again
+      }
       if (want != c.events) {
         epoll_event ev{};
         ev.events = want;
@@ -438,7 +681,34 @@ private:
     }
   }
 
+  // Writes what the TLS connection has ready; false when it broke.
+  bool write_tls(conn& c) {
+    c.write_wants_read = false;
+    if (!c.tls->handshake_done())
+      return true; // no request yet, so no reply
+    while (!c.state.output().empty()) {
+      auto out = c.state.output();
+      // A retry after want_write passes the same bytes first, and maybe
+      // more (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, tls/tls_context.cpp).
+      auto r = c.tls->write(out.data(), out.size());
+      if (r.st == tls_stream::state::done) {
+        c.state.written(r.bytes);
+        continue;
+      }
+      if (r.st == tls_stream::state::want_write)
+        return true;
+      if (r.st == tls_stream::state::want_read) {
+        c.write_wants_read = true;
+        return true;
+      }
+      return false;
+    }
+    return true;
+  }
+
   void close_conn(conn& c) {
+    if (c.tls)
+      c.tls->shutdown(); // close_notify, when the session is healthy
     handler_->closed(c.id);
     ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
@@ -451,15 +721,20 @@ private:
   std::shared_ptr<request_handler> handler_;
   std::shared_ptr<std::atomic<std::size_t>> live_;
   std::shared_ptr<partial_frame_budget> budget_;
+  std::shared_ptr<const tls_context> tls_; // null: no TLS port
   std::shared_ptr<inbox> inbox_;
   int epfd_ = -1;
   int listen_fd_ = -1;
+  int tls_fd_ = -1;
   int admin_fd_ = -1;
   std::vector<shard*> peers_;
   std::size_t next_peer_ = 0;
   std::uint64_t next_id_;
   std::unordered_map<std::uint64_t, std::unique_ptr<conn>> conns_;
   std::vector<std::uint64_t> dirty_;
+  std::vector<std::uint64_t> queued_reads_;
+  std::optional<clock::time_point> last_refusal_log_;
+  std::uint64_t refusals_not_logged_ = 0;
   bool running_ = true;
 };
 
@@ -545,12 +820,31 @@ expected<std::unique_ptr<client_server>>
 client_server::start(server_options opts, std::shared_ptr<request_handler> handler) {
   if (opts.threads == 0)
     opts.threads = 1;
+  if (!opts.plain && !opts.tls_port)
+    return make_error(errc::bad_config, "no client port: the plain port is off and there is "
+                                        "no TLS port (--client-tls-port)");
+  std::shared_ptr<const tls_context> tls;
+  if (opts.tls_port) {
+    auto ctx = tls_context::server(opts.tls);
+    if (!ctx)
+      return ctx.err();
+    tls = std::make_shared<const tls_context>(std::move(*ctx));
+  }
   std::unique_ptr<client_server> self{new client_server};
-  auto sock = listen_socket(opts.bind, opts.port);
-  if (!sock)
-    return sock.err();
-  self->listen_fd_ = sock->first;
-  self->port_ = sock->second;
+  if (opts.plain) {
+    auto sock = listen_socket(opts.bind, opts.port);
+    if (!sock)
+      return sock.err();
+    self->listen_fd_ = sock->first;
+    self->port_ = sock->second;
+  }
+  if (opts.tls_port) {
+    auto sock = listen_socket(opts.bind, *opts.tls_port);
+    if (!sock)
+      return sock.err();
+    self->tls_fd_ = sock->first;
+    self->tls_port_ = sock->second;
+  }
   if (!opts.admin_socket.empty()) {
     auto admin = admin_socket(opts.admin_socket);
     if (!admin)
@@ -564,13 +858,14 @@ client_server::start(server_options opts, std::shared_ptr<request_handler> handl
                   : nullptr;
   std::vector<shard*> all;
   for (std::size_t i = 0; i < opts.threads; ++i) {
-    auto s = std::make_shared<shard>(i, opts, handler, live, budget);
+    auto s = std::make_shared<shard>(i, opts, handler, live, budget, tls);
     if (auto st = s->open(); !st)
       return st.err();
     all.push_back(s.get());
     self->shards_.push_back(std::move(s));
   }
-  if (auto st = self->shards_.front()->listen_on(self->listen_fd_, self->admin_fd_, all); !st)
+  if (auto st = self->shards_.front()->listen_on(self->listen_fd_, self->tls_fd_,
+                                                     self->admin_fd_, all); !st)
     return st.err();
   for (auto& s : self->shards_)
     self->threads_.emplace_back([s] { s->run(); });
@@ -588,9 +883,11 @@ void client_server::stop() {
   threads_.clear();
   for (auto& s : shards_)
     s->close_inbox();
-  if (listen_fd_ >= 0)
-    ::close(listen_fd_);
-  listen_fd_ = -1;
+  for (int* fd : {&listen_fd_, &tls_fd_}) {
+    if (*fd >= 0)
+      ::close(*fd);
+    *fd = -1;
+  }
   if (admin_fd_ >= 0) {
     ::close(admin_fd_);
     ::unlink(admin_path_.c_str());

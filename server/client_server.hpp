@@ -24,12 +24,20 @@
 // A client that half-closes (shutdown(SHUT_WR)) still gets every reply.
 // Sessions: every connection keeps a session_floor, so a client that sends
 // no clock still reads its own writes, monotonically.
+// TLS (docs/SECURITY.md, "The client port"): with a TLS port, a second
+// listener takes connections whose bytes go through a tls_stream
+// (tls/tls_stream.hpp) in the same epoll loop: the handshake is driven by
+// the socket's readiness (WANT_READ/WANT_WRITE decide what epoll watches),
+// counts as a request being read (so --request-read-timeout-ms bounds it),
+// and a connection whose handshake fails (garbage, a plain client, a
+// certificate refused) is closed with a logged reason; the others go on.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,12 +46,19 @@
 #include "protocol/frame.hpp"
 #include "protocol/request_limits.hpp"
 #include "server/request_handler.hpp"
+#include "tls/tls_context.hpp"
 
 namespace tally {
 
 struct server_options {
   std::string bind = "127.0.0.1";
   std::uint16_t port = 8087; // 0: a free port
+  /// The plain port is served (--no-plain-port: TLS only).
+  bool plain = true;
+  /// A TLS port on `bind` (0: a free one); none when absent. Needs
+  /// tls.cert and tls.key; tls.client_ca requires client certificates.
+  std::optional<std::uint16_t> tls_port;
+  tls_server_files tls;
   /// I/O threads (--io-threads). Default 2: on this 2-core machine two
   /// shards measured faster than one (docs/PERFORMANCE.md).
   std::size_t threads = 2;
@@ -80,9 +95,11 @@ class shard;
 
 class client_server {
 public:
-  /// Listens on bind:port and starts the shard threads. Errors:
-  /// errc::unavailable naming the address (port in use, address not local),
-  /// errc::io_error for epoll/eventfd failures.
+  /// Listens on bind:port (and bind:tls_port) and starts the shard
+  /// threads. Errors: errc::unavailable naming the address (port in use,
+  /// address not local), errc::bad_config for TLS files that cannot be
+  /// used or a server with no port, errc::io_error for epoll/eventfd
+  /// failures.
   static expected<std::unique_ptr<client_server>>
   start(server_options opts, std::shared_ptr<request_handler> handler);
   ~client_server();
@@ -90,7 +107,9 @@ public:
   client_server(const client_server&) = delete;
   client_server& operator=(const client_server&) = delete;
 
+  /// The plain port (0 when not served) and the TLS port (0: none).
   std::uint16_t port() const noexcept { return port_; }
+  std::uint16_t tls_port() const noexcept { return tls_port_; }
 
   /// Stops accepting, closes every connection and joins the threads.
   /// Replies that arrive later are dropped. Idempotent.
@@ -102,7 +121,9 @@ private:
   std::vector<std::shared_ptr<shard>> shards_;
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   int listen_fd_ = -1;
+  int tls_fd_ = -1;
   int admin_fd_ = -1;
   std::string admin_path_;
   bool stopped_ = false;

@@ -5,6 +5,7 @@
 
 #include "bench/load/driver.hpp"
 #include "client/connection.hpp"
+#include "tls/tls_context.hpp"
 #include "protocol/messages.hpp"
 
 namespace tally::load {
@@ -60,7 +61,17 @@ public:
   }
 
   std::string connect() override {
-    auto c = connection::open(target_.host, target_.port, timeout());
+    if (target_.tls && !tls_) {
+      if (w_.tls_ca.empty())
+        return target_.text + " is a TLS target: give the CA of the node's certificate "
+                              "(--tls-ca FILE)";
+      auto ctx = tls_context::client({w_.tls_ca, w_.tls_cert, w_.tls_key, ""});
+      if (!ctx)
+        return ctx.err().to_string();
+      tls_.emplace(std::move(*ctx));
+    }
+    auto c = connection::open(target_.host, target_.port, timeout(),
+                              tls_ ? &*tls_ : nullptr);
     if (!c)
       return c.err().to_string();
     conn_.emplace(std::move(*c));
@@ -330,6 +341,7 @@ private:
 
   target target_;
   workload w_;
+  std::optional<tls_context> tls_; // antidotes:// targets
   std::optional<connection> conn_;
   std::uint64_t client_id_ = 0;
   std::uint64_t seq_ = 0;

@@ -75,13 +75,18 @@ std::string parse_target(std::string_view text, target& out) {
     t.protocol = target::kind::antidote;
     t.port = 8087;
     rest = text.substr(11);
+  } else if (text.rfind("antidotes://", 0) == 0) {
+    t.protocol = target::kind::antidote;
+    t.tls = true;
+    t.port = 8087;
+    rest = text.substr(12);
   } else if (text.rfind("redis://", 0) == 0) {
     t.protocol = target::kind::redis;
     t.port = 6379;
     rest = text.substr(8);
   } else {
     return "target " + quoted(text)
-           + " is not antidote://HOST:PORT or redis://HOST:PORT";
+           + " is not antidote://HOST:PORT, antidotes://HOST:PORT or redis://HOST:PORT";
   }
   auto colon = rest.rfind(':');
   std::string_view host = colon == std::string_view::npos ? rest : rest.substr(0, colon);
@@ -136,10 +141,10 @@ std::string parse_targets(std::string_view text, std::vector<target>& out) {
       return where + ": " + e;
     if (t.protocol != target::kind::antidote)
       return where + ": several targets must be nodes of one Tally cluster "
-                     "(antidote://); redis:// takes a single target";
+                     "(antidote:// or antidotes://); redis:// takes a single target";
     if (i == 0)
-      scheme = "antidote://";
-    t.text = "antidote://" + t.host + ":" + std::to_string(t.port);
+      scheme = t.tls ? "antidotes://" : "antidote://";
+    t.text = (t.tls ? "antidotes://" : "antidote://") + t.host + ":" + std::to_string(t.port);
     for (const auto& n : nodes)
       if (n.port == t.port)
         return where + ": " + t.host + ":" + std::to_string(t.port)
@@ -206,6 +211,10 @@ const char* workload_help() {
          "                      --no-op-ids = --op-ids off (for AntidoteDB)\n"
          "  --no-verify         skip the final read-back of every key\n"
          "  --timeout-ms MS     reply deadline (default 5000)\n"
+         "  --tls-ca FILE       CA of the node's certificate, for antidotes://\n"
+         "                      targets (tallyd --client-tls-port)\n"
+         "  --tls-cert FILE, --tls-key FILE\n"
+         "                      a client certificate (tallyd --client-tls-ca)\n"
          "  --csv FILE          per-second time series\n"
          "  --svg FILE          throughput and latency plot\n"
          "  --no-progress       no live progress line on stderr\n";
@@ -249,7 +258,7 @@ std::string parse_workload(const std::vector<std::string_view>& args,
       "--dist",     "--ratio", "--mode",       "--inc",         "--warmup",
       "--bucket",   "--buckets", "--seed",     "--retry-rate",  "--op-ids",
       "--csv",      "--svg",  "--timeout-ms", "--rate",      "--type",
-      "--elements"};
+      "--elements", "--tls-ca", "--tls-cert",  "--tls-key"};
     bool known = false;
     for (const char* v : valued)
       known = known || arg == v;
@@ -373,6 +382,11 @@ std::string parse_workload(const std::vector<std::string_view>& args,
     } else if (arg == "--timeout-ms") {
       if (!parse_unsigned(value, w.timeout_ms, 1, 600000))
         return "--timeout-ms takes 1-600000, got " + quoted(value);
+    } else if (arg == "--tls-ca" || arg == "--tls-cert" || arg == "--tls-key") {
+      if (value.empty())
+        return a + " needs a file";
+      (arg == "--tls-ca" ? w.tls_ca : arg == "--tls-cert" ? w.tls_cert : w.tls_key) =
+        std::string(value);
     }
   }
   if (w.ops && w.duration_s)

@@ -23,10 +23,13 @@ struct target {
   enum class kind { antidote, redis } protocol = kind::antidote;
   std::string host = "127.0.0.1";
   std::uint16_t port = 8087;
+  bool tls = false; // antidotes://: the node's TLS port (--tls-ca)
   std::string text; // as given, for reports
 };
 
-/// "antidote://127.0.0.1:8087" or "redis://127.0.0.1:6379". Only loopback
+/// "antidote://127.0.0.1:8087", "antidotes://127.0.0.1:8443" (TLS, to
+/// tallyd's --client-tls-port; needs --tls-ca) or "redis://127.0.0.1:6379".
+/// Only loopback
 /// hosts (127.0.0.1, localhost) are accepted. Empty on success, else why not.
 std::string parse_target(std::string_view text, target& out);
 
@@ -71,6 +74,9 @@ struct workload {
   std::string svg_path;              // --svg FILE
   bool progress = true;              // --no-progress
   unsigned timeout_ms = 5000;        // --timeout-ms: per-reply deadline
+  std::string tls_ca;                // --tls-ca FILE: for antidotes:// targets
+  std::string tls_cert;              // --tls-cert FILE, --tls-key FILE: a
+  std::string tls_key;               //   client certificate, if the node asks
 };
 
 /// Parses workload options from `args`. Positional arguments (those not

@@ -276,6 +276,28 @@ BOOST_AUTO_TEST_CASE(targets_are_loopback_urls) {
   BOOST_TEST(parse_target("antidote://127.0.0.1:99999", t).find("port") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(antidotes_targets_are_tls_and_take_their_ca_from_tls_ca) {
+  target t;
+  BOOST_TEST(parse_target("antidotes://127.0.0.1:8443", t) == "");
+  BOOST_TEST((t.protocol == target::kind::antidote && t.tls && t.port == 8443));
+  BOOST_TEST(parse_target("antidote://127.0.0.1:8087", t) == "");
+  BOOST_TEST(!t.tls);
+  std::vector<target> ts;
+  BOOST_TEST(parse_targets("antidotes://127.0.0.1:1,127.0.0.1:2", ts) == "");
+  BOOST_REQUIRE(ts.size() == 2u);
+  BOOST_TEST((ts[0].tls && ts[1].tls)); // later entries take the first's scheme
+  BOOST_TEST(ts[1].text == "antidotes://127.0.0.1:2");
+  workload w;
+  std::vector<std::string_view> positional;
+  BOOST_TEST(parse_workload({"--tls-ca", "ca.pem", "--tls-cert=c.pem", "--tls-key", "k.pem"}, w,
+                            positional)
+             == "");
+  BOOST_TEST(w.tls_ca == "ca.pem");
+  BOOST_TEST(w.tls_cert == "c.pem");
+  BOOST_TEST(w.tls_key == "k.pem");
+  BOOST_TEST(parse_workload({"--tls-ca="}, w, positional) == "--tls-ca needs a file");
+}
+
 BOOST_AUTO_TEST_CASE(one_target_parses_as_before) {
   std::vector<target> ts;
   BOOST_TEST(parse_targets("antidote://localhost:8087", ts) == "");
