@@ -102,7 +102,7 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           its size from its length field until its reply
                           is produced; a frame that would go over gets an
                           error and its connection is closed (default
-                          1073741824; 0 = no budget; at least
+                          536870912; 0 = no budget; at least
                           --max-frame-size + 4). Old name:
                           --max-partial-request-bytes
   --idle-timeout-ms MS    close a connection idle this long (default

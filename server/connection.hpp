@@ -31,9 +31,11 @@ namespace tally {
 /// frames and the request memory budget").
 constexpr std::uint32_t default_max_request_frame_size = 256u << 20;
 /// The node-wide request memory budget (tallyd --max-request-memory):
-/// 1 GiB, so that one frame at the cap fits with room for other clients'
-/// requests (docs/SECURITY.md gives the measured RSS per charged byte).
-constexpr std::size_t default_max_request_memory = std::size_t{1} << 30;
+/// 512 MiB, so that one frame at the cap fits, with room for other
+/// clients' requests, but no more than three frames of antidote_ts_client's
+/// size at once: a node holds several times a big request's bytes while it
+/// serves it (docs/SECURITY.md gives the measured RSS).
+constexpr std::size_t default_max_request_memory = std::size_t{512} << 20;
 
 struct connection_limits {
   std::uint32_t max_frame_size = default_max_request_frame_size;
