@@ -6,10 +6,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -256,6 +258,38 @@ BOOST_AUTO_TEST_CASE(a_big_frame_within_the_budget_is_served) {
   for (auto& v : sr->objects.values)
     BOOST_TEST((std::get<std::string>(v) == value));
   BOOST_TEST(s.stop(SIGTERM) == 0);
+}
+
+// A budget that could never admit a frame at the cap is a configuration
+// error: exit code 2 before anything is created, the flags named.
+BOOST_AUTO_TEST_CASE(a_budget_below_one_frame_at_the_cap_exits_2) {
+  temp_dir d;
+  auto data = d.path + "/never";
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], STDERR_FILENO);
+    ::close(fds[0]);
+    ::execl(TALLYD_PATH, TALLYD_PATH, "--data-dir", data.c_str(), "--port", "0",
+            "--max-frame-size", "1048576", "--max-request-memory", "1048579",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    err.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 2);
+  BOOST_TEST_MESSAGE("tallyd said: " << err);
+  BOOST_TEST(err.find("--max-request-memory 1048579 is below a frame at --max-frame-size")
+             != std::string::npos);
+  BOOST_TEST(!std::filesystem::exists(data));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
