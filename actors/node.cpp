@@ -237,6 +237,14 @@ status check_config(const node_config& cfg) {
     if (auto ctx = tls_context::server(cfg.client_tls); !ctx)
       return make_error(errc::bad_config, "TLS client port: " + ctx.err().message());
   }
+  if (cfg.limits.max_request_memory > 0
+      && cfg.limits.max_request_memory < frame_length_size + cfg.limits.max_frame_size)
+    return make_error(errc::bad_config,
+                      "--max-request-memory " + std::to_string(cfg.limits.max_request_memory)
+                        + " is below a frame at --max-frame-size ("
+                        + std::to_string(frame_length_size + cfg.limits.max_frame_size)
+                        + " bytes with its length): such a frame could never be admitted; "
+                          "raise --max-request-memory or lower --max-frame-size");
   if (cfg.snapshot_retention.count() <= 0)
     return make_error(errc::bad_config,
                       "--snapshot-retention-ms must be positive: a checkpoint "
@@ -573,7 +581,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   so.max_in_flight = cfg.limits.max_in_flight;
   so.max_pending_output = cfg.limits.max_pending_output;
   so.requests = cfg.limits.requests;
-  so.max_partial_request_bytes = cfg.limits.max_partial_request_bytes;
+  so.max_request_memory = cfg.limits.max_request_memory;
   so.idle_timeout = cfg.limits.idle_timeout;
   so.evict_idle_after = cfg.limits.evict_idle_after;
   so.request_read_timeout = cfg.limits.request_read_timeout;

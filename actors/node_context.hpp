@@ -17,12 +17,13 @@
 #include "common/ids.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/request_limits.hpp"
+#include "server/connection.hpp"
 
 namespace tally {
 
 struct node_limits {
   /// Largest frame (code byte + body) a client may send.
-  std::uint32_t max_frame_size = default_max_frame_size;
+  std::uint32_t max_frame_size = default_max_request_frame_size;
   /// Interactive transactions open at once; more are refused with an error.
   std::size_t max_open_transactions = 10000;
   /// Client connections at once; more are closed at accept.
@@ -32,8 +33,9 @@ struct node_limits {
   std::size_t max_in_flight = 1024;
   /// Reply bytes a client has not read before the server stops reading it.
   std::size_t max_pending_output = 4u << 20;
-  /// Partly received request bytes across all connections.
-  std::size_t max_partial_request_bytes = 256u << 20;
+  /// Bytes of requests being received or served across all connections
+  /// (server/request_memory_budget.hpp).
+  std::size_t max_request_memory = default_max_request_memory;
   /// Connections idle this long are closed (0: never).
   std::chrono::milliseconds idle_timeout{300000};
   /// At the connection limit, an idle connection is closed to admit a new

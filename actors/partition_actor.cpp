@@ -149,11 +149,15 @@ part_read_resp serve(partition_core& core, const part_read_req& req) {
     return out;
   };
   for (const auto& it : req.items) {
-    if (it.want_state) { // read before write: the object itself too
+    if (it.want_state) { // read before write: the object itself, not its value
       auto obj = core.read_object(it.key, it.type, req.snapshot, it.own);
       if (!obj)
         return fail(obj.err());
-      out.values.push_back(obj->value());
+      // The coordinator prepares against the state and never looks at the
+      // value (transactions.cpp, prepare_writes): building it cost a copy
+      // of every element of a big set per update (docs/DATATYPES.md, "Big
+      // objects"). An empty placeholder keeps values and states aligned.
+      out.values.emplace_back();
       out.states.push_back(obj->encode());
       continue;
     }

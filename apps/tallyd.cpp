@@ -97,7 +97,8 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           periodic: acknowledged at once, journals synced
                           every MS (default 1000; Redis's appendfsync
                           everysec); none: never synced
-  --max-frame-size BYTES  largest client frame (default 16777216)
+  --max-frame-size BYTES  largest client frame, code byte and body (default
+                          268435456; AntidoteDB clients send big batches)
   --max-transactions N    open interactive transactions (default 10000)
   --max-connections N     client connections (default 1024)
   --max-in-flight N       unanswered requests per connection before the
@@ -106,10 +107,15 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           reply bytes a client has not read before the
                           node stops reading it (default 4194304)
   --io-threads N          client I/O threads (default 2)
-  --max-partial-request-bytes BYTES
-                          bytes of partly received requests across all
-                          connections; over it a connection gets an error
-                          and is closed (default 268435456)
+  --max-request-memory BYTES
+                          bytes of client requests the node holds at once,
+                          all connections together: each frame is charged
+                          its size from its length field until its reply
+                          is produced; a frame that would go over gets an
+                          error and its connection is closed (default
+                          536870912; 0 = no budget; at least
+                          --max-frame-size + 4). Old name:
+                          --max-partial-request-bytes
   --idle-timeout-ms MS    close a connection idle this long (default
                           300000; 0 = never)
   --evict-idle-after-ms MS
@@ -288,8 +294,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_in_flight = parse_positive(key, v, 1u << 20);
   } else if (key == "max-pending-output") {
     cfg.limits.max_pending_output = parse_positive(key, v, 1ull << 32);
-  } else if (key == "max-partial-request-bytes") {
-    cfg.limits.max_partial_request_bytes = parse_uint(key, v, 1ull << 40);
+  } else if (key == "max-request-memory" || key == "max-partial-request-bytes") {
+    cfg.limits.max_request_memory = parse_uint(key, v, 1ull << 40);
   } else if (key == "idle-timeout-ms") {
     cfg.limits.idle_timeout = std::chrono::milliseconds(parse_uint(key, v, 86400000));
   } else if (key == "evict-idle-after-ms") {

@@ -11,7 +11,8 @@ still served.
     bench/exhaustion.py                   # every attack
     bench/exhaustion.py --only no-reader  # one of: no-reader partial-frames
                                           #   big-transaction fbf-buckets
-                                          #   idle-sockets
+                                          #   idle-sockets huge-frames
+    bench/exhaustion.py --only huge-frames --frame-connections 8 --frame-mb 200
     BUILD_DIR=/tmp/build bench/exhaustion.py
 """
 import argparse, os, resource, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
@@ -195,6 +196,50 @@ def partial_frames(port):
             s.close()
     return attack
 
+def register_update(bucket, key, value):  # ApbUpdateOp{bound LWWREG=5, operation{regop=3{value=1}}}
+    b = ld(1, key.encode()) + field(2, 0, varint(5)) + ld(3, bucket.encode())
+    return ld(1, b) + ld(2, ld(3, ld(1, value)))
+
+def huge_frames(port, connections, frame_mb):
+    """`connections` clients each send one whole static update of about
+    `frame_mb` MB (registers of 200 KB, like antidote_ts_client's big
+    batch) at the same time and wait for the answer. The request memory
+    budget (--max-request-memory) admits what fits and refuses the rest
+    with an error; nothing may kill the node."""
+    def attack(seconds):
+        value = b"r" * 200_000
+        n = max(1, frame_mb * 1_000_000 // len(value))
+        msg = static_update([register_update("huge", f"reg{i}", value) for i in range(n)])
+        results = [None] * connections
+        def one(i):
+            try:
+                s = socket.create_connection(("127.0.0.1", port)); s.settimeout(max(60, seconds))
+                try:
+                    s.sendall(msg)
+                except OSError:
+                    pass  # refused and closed mid-send: the answer is still there
+                got = read_frame(s)
+                if got is None:
+                    results[i] = "closed"
+                elif got[0] == 0:  # ApbErrorResp
+                    results[i] = "error"
+                else:
+                    results[i] = "served"
+                s.close()
+            except OSError as e:
+                results[i] = f"failed: {e}"
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(connections)]
+        for t in threads: t.start()
+        for t in threads: t.join(seconds + 120)
+        counts = {}
+        for r in results:
+            counts[r] = counts.get(r, 0) + 1
+        print(f"  huge-frames: {connections} frames of {len(msg) / 1e6:.0f} MB at once: "
+              + ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])))
+              + f" in {time.monotonic() - t0:.1f} s")
+    return attack
+
 def big_transaction(port):
     def attack(seconds):
         s = socket.create_connection(("127.0.0.1", port)); s.settimeout(30)
@@ -285,6 +330,12 @@ def main():
     ap.add_argument("--buckets", type=int, default=1000)
     ap.add_argument("--connections", type=int, default=1024,
                     help="idle sockets for idle-sockets (tallyd's --max-connections)")
+    ap.add_argument("--frame-connections", type=int, default=8,
+                    help="clients of huge-frames, each sending one big frame at once")
+    ap.add_argument("--frame-mb", type=int, default=200,
+                    help="size of each huge-frames frame in MB (tallyd's default cap: 268 MB)")
+    ap.add_argument("--tallyd-arg", action="append", default=[],
+                    help="an extra tallyd argument (repeat for more), e.g. --tallyd-arg=--max-request-memory=536870912")
     a = ap.parse_args()
     tallyd = os.path.join(BUILD_DIR, "bin", "tallyd")
     if not os.access(tallyd, os.X_OK):
@@ -292,7 +343,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tally-exhaustion-")
     port = free_port()
     node = subprocess.Popen([tallyd, "--port", str(port), "--data-dir", tmp + "/data",
-                             "--durability", "none", "--log-level", "warn"],
+                             "--durability", "none", "--log-level", "warn"] + a.tallyd_arg,
                             stdout=subprocess.DEVNULL, stderr=open(tmp + "/tallyd.log", "w"))
     try:
         for _ in range(100):
@@ -306,6 +357,7 @@ def main():
             "big-transaction": big_transaction(port),
             "fbf-buckets": fbf_buckets(port, a.buckets),
             "idle-sockets": idle_sockets(port, a.connections),
+            "huge-frames": huge_frames(port, a.frame_connections, a.frame_mb),
         }
         for name, attack in attacks.items():
             if a.only and a.only != name:

@@ -13,6 +13,12 @@
 //              recent checkpoint, in a fresh process: wall time and peak RSS
 //   size       journal bytes after N operations on 1k keys with periodic
 //              checkpoints on and off
+//   bigobject  one add-wins set of 1M elements and one remove-resets map of
+//              100k register fields, built by transactions of 1,000 adds
+//              (fields), checkpointed; then a read from the checkpoint, a
+//              read from the cache, and one more add (field) timed step by
+//              step as a node takes it (docs/DATATYPES.md, "Big objects"),
+//              and the process's peak RSS
 //
 // A record is one update or one commit; an operation is a one-update
 // transaction, i.e. two records.
@@ -29,10 +35,13 @@
 
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench_harness.hpp"
+#include "cache/object_cache.hpp"
 #include "checkpoint/checkpoint_store.hpp"
+#include "crdt/crdt_object.hpp"
 #include "journal/journal.hpp"
 
 using namespace tally;
@@ -48,6 +57,8 @@ struct options {
   std::string only;   // empty: every workload
   std::string dir;    // empty: a fresh directory under $TMPDIR
   std::uint64_t keys = 1000;
+  std::uint64_t elements = 1000000; // bigobject: set elements
+  std::uint64_t fields = 100000;    // bigobject: map fields
 };
 
 void usage(const char* argv0) {
@@ -58,7 +69,9 @@ void usage(const char* argv0) {
     "  --quick        small sizes, a few seconds in all (CI)\n"
     "  --seed N       seed of keys and deltas (default 42)\n"
     "  --runs N       timed runs per result; the median is reported (3)\n"
-    "  --workload W   run only W: append, read, recovery, size\n"
+    "  --workload W   run only W: append, read, recovery, size, bigobject\n"
+    "  --elements N   bigobject: elements of the add-wins set (1000000)\n"
+    "  --fields N     bigobject: register fields of the map (100000)\n"
     "  --dir PATH     parent directory of the temporary LMDB environments\n"
     "                 (default $TMPDIR or /tmp); everything is removed at exit\n",
     argv0);
@@ -84,6 +97,10 @@ bool parse(int argc, char** argv, options& o) {
       continue;
     if (arg == "--dir")
       o.dir = v;
+    else if (arg == "--elements")
+      o.elements = std::max<std::uint64_t>(1000, std::strtoull(v, nullptr, 10));
+    else if (arg == "--fields")
+      o.fields = std::max<std::uint64_t>(1000, std::strtoull(v, nullptr, 10));
     else {
       std::fprintf(stderr, "unknown option %s (see --help)\n", arg.c_str());
       return false;
@@ -498,6 +515,230 @@ void bench_size(const options& o) {
   }
 }
 
+// ---- bigobject -------------------------------------------------------------
+
+// One big object of `type` under `key` in a journal with a checkpoint store
+// and a cache, as a partition holds it (actors/partition_core.cpp), without
+// the actors.
+class big_object {
+public:
+  big_object(const std::string& path, object_key key, crdt_type type)
+      : opened_(must(journal::open(journal_opts(path, durability::none)), "open")),
+        store_(*opened_.log), key_(std::move(key)), type_(type) {}
+
+  // One committed transaction of one update with `effect`.
+  void commit(const crdt_effect& effect) {
+    ++seq_;
+    update_record u;
+    u.tx = tx_id{1, seq_};
+    u.key = key_;
+    u.type = type_;
+    u.effect = effect;
+    commit_record c;
+    c.tx = u.tx;
+    c.commit_time = now();
+    c.wall_time_us = seq_;
+    std::vector<journal_record> recs{u, c};
+    auto pos = must(opened_.log->append(recs), "append");
+    (void)pos;
+    if (cache_) {
+      committed_effect ce;
+      ce.tx = u.tx;
+      ce.commit_time = now();
+      ce.effect = effect;
+      ce.type = type_;
+      must(cache_->on_commit(key_, type_, std::move(ce)), "on_commit");
+    }
+  }
+  // Checkpoints everything: the object becomes one checkpoint entry.
+  void checkpoint() { must(store_.checkpoint(everything(*opened_.log, seq_)), "checkpoint"); }
+
+  // A fresh, empty cache (the next read is a miss: checkpoint + journal).
+  void drop_cache() { cache_ = must(object_cache::make(), "cache"); }
+  // The read value, as a client read gets it (object_cache::read_or_load).
+  crdt_value read() {
+    checkpoint_source src{store_};
+    return must(cache_->read_or_load(key_, type_, now(), {}, src), "read");
+  }
+  // What a node does before each non-counter update (read before write,
+  // docs/DATATYPES.md): the partition takes a copy of the object
+  // (object_or_load) and its bytes (actors/partition_actor.cpp, serve()
+  // with want_state); the coordinator decodes the bytes. `value_ms`, when
+  // given, gets the time of the object's read value, which serve() also
+  // built until it was dropped (measured apart, not part of the result).
+  crdt_object read_for_update(double* value_ms = nullptr) {
+    checkpoint_source src{store_};
+    auto obj = must(cache_->object_or_load(key_, type_, now(), {}, src), "object_or_load");
+    if (value_ms) {
+      auto t0 = steady::now();
+      auto value = obj.value();
+      bench::do_not_optimize(value);
+      *value_ms = seconds_since(t0) * 1e3;
+    }
+    auto bytes = obj.encode();
+    return must(crdt_object::decode(bytes), "decode");
+  }
+  vector_clock now() const { return vector_clock{{1, seq_}}; }
+
+private:
+  opened_journal opened_;
+  checkpoint_store store_;
+  object_key key_;
+  crdt_type type_;
+  std::uint64_t seq_ = 0;
+  std::optional<object_cache> cache_;
+};
+
+struct big_result {
+  std::vector<double> build_s, checkpoint_ms, cold_ms, cold_cpu_ms, cached_ms, rfu_ms,
+    prepare_ms, commit_ms, add_ms, add_cpu_ms, small_add_ms, small_add_cpu_ms, value_ms;
+};
+
+// CPU time of this process in ms: on a shared machine a step's wall time
+// also counts the time other processes had the core.
+double cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+template <class MakeUpdate>
+void bench_one_big_object(const options& o, const std::string& name, crdt_type type,
+                          std::uint64_t size, MakeUpdate make_update) {
+  const std::uint64_t per_tx = 1000;
+  big_result r;
+  std::uint64_t origin = o.seed;
+  for (int run = 0; run < o.runs; ++run) {
+    scratch_dir dir{o.dir};
+    big_object big{dir.sub("p"), object_key{"bench", name}, type};
+    // Build: every transaction adds `per_tx` new elements (fields), prepared
+    // against the bottom object (they are new: nothing is seen).
+    auto bottom = must(crdt_object::make(type), "make");
+    auto t0 = steady::now();
+    for (std::uint64_t first = 0; first < size; first += per_tx) {
+      downstream_context ctx{token_source{++origin}, first + 1};
+      auto eff = must(bottom.prepare(make_update(first, per_tx), ctx), "prepare");
+      big.commit(eff);
+    }
+    r.build_s.push_back(seconds_since(t0));
+    t0 = steady::now();
+    big.checkpoint();
+    r.checkpoint_ms.push_back(seconds_since(t0) * 1e3);
+    // Reads from the checkpoint: the cache is empty each time.
+    for (int i = 0; i < 3; ++i) {
+      big.drop_cache();
+      t0 = steady::now();
+      auto c0 = cpu_ms();
+      auto v = big.read();
+      r.cold_cpu_ms.push_back(cpu_ms() - c0);
+      r.cold_ms.push_back(seconds_since(t0) * 1e3);
+      bench::do_not_optimize(v);
+    }
+    // Reads from the cache (the latest version: no replay).
+    const int reads = 3;
+    t0 = steady::now();
+    for (int i = 0; i < reads; ++i) {
+      auto hit = big.read();
+      bench::do_not_optimize(hit);
+    }
+    r.cached_ms.push_back(seconds_since(t0) * 1e3 / reads);
+    // One more add (field) at a time, as a node takes it.
+    const int adds = 3;
+    for (int i = 0; i < adds; ++i) {
+      double value_ms = 0;
+      (void)big.read_for_update(&value_ms); // the value's cost, apart
+      r.value_ms.push_back(value_ms);
+      auto a0 = steady::now();
+      auto c0 = cpu_ms();
+      auto obj = big.read_for_update();
+      auto a1 = steady::now();
+      downstream_context ctx{token_source{++origin}, 1};
+      auto eff = must(obj.prepare(make_update(size + static_cast<std::uint64_t>(run * adds + i), 1), ctx),
+                      "prepare");
+      auto a2 = steady::now();
+      big.commit(eff);
+      auto a3 = steady::now();
+      r.add_cpu_ms.push_back(cpu_ms() - c0);
+      auto ms = [](steady::time_point a, steady::time_point b) {
+        return std::chrono::duration<double>(b - a).count() * 1e3;
+      };
+      r.rfu_ms.push_back(ms(a0, a1));
+      r.prepare_ms.push_back(ms(a1, a2));
+      r.commit_ms.push_back(ms(a2, a3));
+      r.add_ms.push_back(ms(a0, a3));
+    }
+  }
+  // The same add on an object of one transaction's size, for the ratio.
+  {
+    scratch_dir dir{o.dir};
+    big_object small{dir.sub("p"), object_key{"bench", name}, type};
+    auto bottom = must(crdt_object::make(type), "make");
+    downstream_context ctx{token_source{++origin}, 1};
+    small.commit(must(bottom.prepare(make_update(0, per_tx), ctx), "prepare"));
+    small.checkpoint();
+    small.drop_cache();
+    (void)small.read();
+    for (int i = 0; i < 3 * o.runs; ++i) {
+      auto a0 = steady::now();
+      auto c0 = cpu_ms();
+      auto obj = small.read_for_update();
+      downstream_context c2{token_source{++origin}, 1};
+      small.commit(must(obj.prepare(make_update(per_tx + static_cast<std::uint64_t>(i), 1), c2),
+                        "prepare"));
+      r.small_add_ms.push_back(std::chrono::duration<double>(steady::now() - a0).count() * 1e3);
+      r.small_add_cpu_ms.push_back(cpu_ms() - c0);
+    }
+  }
+  auto n = name + "." + count_name(size);
+  auto adds = static_cast<int>(r.add_ms.size());
+  bench::print_line("bigobject." + n + ".build", bench::summarize(r.build_s), o.runs, "s");
+  bench::print_line("bigobject." + n + ".checkpoint", bench::summarize(r.checkpoint_ms), o.runs, "ms");
+  bench::print_line("bigobject." + n + ".read.from_checkpoint", bench::summarize(r.cold_ms),
+                    static_cast<int>(r.cold_ms.size()), "ms");
+  bench::print_line("bigobject." + n + ".read.from_checkpoint.cpu", bench::summarize(r.cold_cpu_ms),
+                    static_cast<int>(r.cold_cpu_ms.size()), "ms");
+  bench::print_line("bigobject." + n + ".read.cached", bench::summarize(r.cached_ms), o.runs, "ms");
+  bench::print_line("bigobject." + n + ".add.read_for_update", bench::summarize(r.rfu_ms), adds, "ms");
+  bench::print_line("bigobject." + n + ".add.value_no_longer_built", bench::summarize(r.value_ms),
+                    adds, "ms");
+  bench::print_line("bigobject." + n + ".add.prepare", bench::summarize(r.prepare_ms), adds, "ms");
+  bench::print_line("bigobject." + n + ".add.commit", bench::summarize(r.commit_ms), adds, "ms");
+  bench::print_line("bigobject." + n + ".add.total", bench::summarize(r.add_ms), adds, "ms");
+  bench::print_line("bigobject." + n + ".add.total.cpu", bench::summarize(r.add_cpu_ms), adds, "ms");
+  bench::print_line("bigobject." + name + ".1k.add.total", bench::summarize(r.small_add_ms),
+                    static_cast<int>(r.small_add_ms.size()), "ms");
+  bench::print_line("bigobject." + name + ".1k.add.total.cpu", bench::summarize(r.small_add_cpu_ms),
+                    static_cast<int>(r.small_add_cpu_ms.size()), "ms");
+}
+
+std::string element_name(std::uint64_t i) {
+  return "element-" + std::to_string(i);
+}
+
+void bench_bigobject(const options& o) {
+  std::uint64_t elements = o.quick ? 20000 : o.elements;
+  std::uint64_t fields = o.quick ? 5000 : o.fields;
+  bench_one_big_object(o, "orset", crdt_type::orset, elements,
+                       [](std::uint64_t first, std::uint64_t n) {
+                         set_add add;
+                         for (std::uint64_t i = first; i < first + n; ++i)
+                           add.elements.push_back(element_name(i));
+                         return crdt_update{set_update{std::move(add)}};
+                       });
+  bench_one_big_object(o, "rrmap", crdt_type::rrmap, fields,
+                       [](std::uint64_t first, std::uint64_t n) {
+                         map_update m;
+                         for (std::uint64_t i = first; i < first + n; ++i)
+                           m.updates.push_back(keyed_update{
+                             map_key{"field-" + std::to_string(i), crdt_type::lwwreg},
+                             any_update{register_update{register_assign{
+                               "value-" + std::to_string(i), i + 1}}}});
+                         return crdt_update{std::move(m)};
+                       });
+  std::printf("%-40s %10.1f MiB  (this process, both objects)\n", "bigobject.peak_rss",
+              static_cast<double>(peak_rss_kib()) / 1024.0);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -525,6 +766,8 @@ int main(int argc, char** argv) {
     bench_recovery(o);
   if (want("size"))
     bench_size(o);
+  if (want("bigobject"))
+    bench_bigobject(o);
   if (!any) {
     std::fprintf(stderr, "unknown workload %s (see --help)\n", o.only.c_str());
     return 2;

@@ -61,9 +61,13 @@ status frame_decoder::feed(std::string_view bytes) {
                                  + " bytes exceeds the limit of "
                                  + std::to_string(max_frame_size_)
                                  + " bytes"));
+      if (admit_)
+        if (auto st = admit_(length); !st)
+          return fail(st.err());
       remaining_ = length;
       have_code_ = false;
       current_ = frame{};
+      current_.body.reserve(length - 1);
       continue;
     }
     if (!have_code_) {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,11 +73,24 @@ public:
   /// below 1 are raised to 1.
   explicit frame_decoder(std::uint32_t max_frame_size = default_max_frame_size);
 
+  /// Asked about every frame as soon as its 4 length bytes are in and its
+  /// length (code byte plus body) is within the limit, before any byte of
+  /// its body is buffered. An error refuses the frame: it becomes the
+  /// decoder's sticky error (the server charges the frame to its memory
+  /// budget here: server/request_memory_budget.hpp). Frames are asked about
+  /// in stream order, so the i-th admitted frame is the i-th next() returns.
+  using admission = std::function<status(std::uint32_t length)>;
+  void set_admission(admission fn) { admit_ = std::move(fn); }
+
   /// Consumes `bytes`. Errors:
   /// - errc::corrupt: a length field of 0 (a frame needs its code byte);
   /// - errc::invalid_argument: a length field above the limit. It is
   ///   reported as soon as the 4 length bytes are in, before any byte of the
-  ///   body is buffered, so a peer cannot make the decoder allocate it.
+  ///   body is buffered, so a peer cannot make the decoder allocate it;
+  /// - the admission's error, as soon as the 4 length bytes are in.
+  /// An admitted frame's body buffer is reserved at its announced size
+  /// once, so it is never reallocated (nor copied) while it fills; memory
+  /// pages are touched only as bytes arrive.
   /// Never throws (except std::bad_alloc).
   status feed(std::string_view bytes);
 
@@ -112,6 +126,7 @@ private:
   frame current_;
   std::deque<frame> ready_;
   std::optional<error> error_;
+  admission admit_;
 };
 
 } // namespace tally

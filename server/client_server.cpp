@@ -128,7 +128,7 @@ public:
   shard(std::size_t index, const server_options& opts,
         std::shared_ptr<request_handler> handler,
         std::shared_ptr<std::atomic<std::size_t>> live,
-        std::shared_ptr<partial_frame_budget> budget,
+        std::shared_ptr<request_memory_budget> budget,
         std::shared_ptr<const tls_context> tls)
       : index_(index), opts_(opts), handler_(std::move(handler)),
         live_(std::move(live)), budget_(std::move(budget)), tls_(std::move(tls)),
@@ -309,7 +309,7 @@ private:
 
   struct conn {
     conn(int f, std::uint64_t i, connection_limits l,
-         std::shared_ptr<partial_frame_budget> b)
+         std::shared_ptr<request_memory_budget> b)
         : fd(f), id(i), state(l, std::move(b)) {}
     int fd;
     std::uint64_t id;
@@ -720,7 +720,7 @@ private:
   server_options opts_;
   std::shared_ptr<request_handler> handler_;
   std::shared_ptr<std::atomic<std::size_t>> live_;
-  std::shared_ptr<partial_frame_budget> budget_;
+  std::shared_ptr<request_memory_budget> budget_;
   std::shared_ptr<const tls_context> tls_; // null: no TLS port
   std::shared_ptr<inbox> inbox_;
   int epfd_ = -1;
@@ -853,8 +853,8 @@ client_server::start(server_options opts, std::shared_ptr<request_handler> handl
     self->admin_path_ = opts.admin_socket;
   }
   auto live = std::make_shared<std::atomic<std::size_t>>(0);
-  auto budget = opts.max_partial_request_bytes > 0
-                  ? std::make_shared<partial_frame_budget>(opts.max_partial_request_bytes)
+  auto budget = opts.max_request_memory > 0
+                  ? std::make_shared<request_memory_budget>(opts.max_request_memory)
                   : nullptr;
   std::vector<shard*> all;
   for (std::size_t i = 0; i < opts.threads; ++i) {

@@ -18,8 +18,9 @@
 // buffer then pushes back on the client). At `max_connections`, a new
 // connection takes the place of the connection idle longest on the shard it
 // goes to, if that one has been idle for `evict_idle_after` and holds no
-// open transaction; otherwise the new one is closed at accept. Partly received requests share
-// one memory budget across connections; idle connections and senders that
+// open transaction; otherwise the new one is closed at accept. Requests
+// being received or served share one memory budget across connections
+// (server/request_memory_budget.hpp); idle connections and senders that
 // stall inside a request are closed (checked about once a second).
 // A client that half-closes (shutdown(SHUT_WR)) still gets every reply.
 // Sessions: every connection keeps a session_floor, so a client that sends
@@ -45,6 +46,7 @@
 #include "common/expected.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/request_limits.hpp"
+#include "server/connection.hpp"
 #include "server/request_handler.hpp"
 #include "tls/tls_context.hpp"
 
@@ -62,7 +64,7 @@ struct server_options {
   /// I/O threads (--io-threads). Default 2: on this 2-core machine two
   /// shards measured faster than one (docs/PERFORMANCE.md).
   std::size_t threads = 2;
-  std::uint32_t max_frame_size = default_max_frame_size;
+  std::uint32_t max_frame_size = default_max_request_frame_size;
   std::size_t max_connections = 1024;
   /// Requests of one connection answered at most this late before the
   /// server stops reading it (pipelining depth).
@@ -71,10 +73,10 @@ struct server_options {
   std::size_t max_pending_output = 4u << 20;
   /// The bounds every request is checked against when decoded.
   request_limits requests;
-  /// Bytes of partly received requests across all connections (one
-  /// budget): a connection that would go over it gets an error and is
-  /// closed. 0: no budget.
-  std::size_t max_partial_request_bytes = 256u << 20;
+  /// Bytes of requests being received or served across all connections
+  /// (one budget, server/request_memory_budget.hpp): a connection whose
+  /// next frame would go over it gets an error and is closed. 0: no budget.
+  std::size_t max_request_memory = default_max_request_memory;
   /// A connection with nothing in flight and nothing received for this
   /// long is closed (0: never).
   std::chrono::milliseconds idle_timeout{300000};

@@ -17,12 +17,28 @@
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/request_limits.hpp"
+#include "server/request_memory_budget.hpp"
 #include "server/session_floor.hpp"
 
 namespace tally {
 
+/// Largest frame (code byte plus body) a client may send to a node:
+/// 256 MiB. Bigger than the protocol's default (protocol/frame.hpp, what
+/// Tally's own client sends) because AntidoteDB clients send big batches:
+/// antidote_ts_client's own suite writes 1,000 registers of 165,537 bytes
+/// in one frame of about 166 MB. What many such frames at once may hold is
+/// bounded by the request memory budget below (docs/SECURITY.md, "Big
+/// frames and the request memory budget").
+constexpr std::uint32_t default_max_request_frame_size = 256u << 20;
+/// The node-wide request memory budget (tallyd --max-request-memory):
+/// 512 MiB, so that one frame at the cap fits, with room for other
+/// clients' requests, but no more than three frames of antidote_ts_client's
+/// size at once: a node holds several times a big request's bytes while it
+/// serves it (docs/SECURITY.md gives the measured RSS).
+constexpr std::size_t default_max_request_memory = std::size_t{512} << 20;
+
 struct connection_limits {
-  std::uint32_t max_frame_size = default_max_frame_size;
+  std::uint32_t max_frame_size = default_max_request_frame_size;
   std::size_t max_in_flight = 1024;
   std::size_t max_pending_output = 4u << 20;
   /// Every decoded request is checked against these at the door
@@ -30,48 +46,20 @@ struct connection_limits {
   request_limits requests;
 };
 
-/// Bytes of partly received requests across all connections of a node:
-/// one budget, so that many connections each sending part of a large
-/// frame cannot together exhaust memory (issue 17: 100 x 15 MiB).
-/// Thread-safe.
-class partial_frame_budget {
-public:
-  explicit partial_frame_budget(std::size_t limit) : limit_(limit) {}
-  /// Moves a connection's share from `before` to `after` bytes; false
-  /// (nothing changed) when the total would exceed the limit.
-  bool resize(std::size_t before, std::size_t after) noexcept {
-    if (after <= before) {
-      used_.fetch_sub(before - after, std::memory_order_relaxed);
-      return true;
-    }
-    auto grow = after - before;
-    auto now = used_.load(std::memory_order_relaxed);
-    do {
-      if (now + grow > limit_)
-        return false;
-    } while (!used_.compare_exchange_weak(now, now + grow, std::memory_order_relaxed));
-    return true;
-  }
-  std::size_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
-  std::size_t limit() const noexcept { return limit_; }
-
-private:
-  std::size_t limit_;
-  std::atomic<std::size_t> used_{0};
-};
-
 class client_connection {
 public:
-  /// `budget` (may be null: no limit) is shared by the node's connections.
+  /// `budget` (may be null: no limit) is shared by the node's connections:
+  /// every frame is charged to it from its length field until its reply is
+  /// produced (server/request_memory_budget.hpp).
   explicit client_connection(connection_limits limits,
-                             std::shared_ptr<partial_frame_budget> budget = nullptr);
+                             std::shared_ptr<request_memory_budget> budget = nullptr);
   ~client_connection();
   client_connection(const client_connection&) = delete;
   client_connection& operator=(const client_connection&) = delete;
 
   /// Bytes read from the socket. A framing error (a zero or oversized
-  /// length), or a partial frame that would take the node's partial-frame
-  /// budget over its limit, is answered with an ErrorResp after the
+  /// length), or a frame whose announced size would take the node's request
+  /// memory budget over its limit, is answered with an ErrorResp after the
   /// replies to the frames before it, then the connection closes.
   void feed(std::string_view bytes);
   /// The peer closed its sending side: every request already received is
@@ -110,17 +98,27 @@ public:
   const session_floor& floor() const noexcept { return floor_; }
   /// True while part of a request is buffered (a slow or stalled sender).
   bool mid_request() const noexcept { return decoder_.mid_frame(); }
+  /// This connection's share of the request memory budget: frames being
+  /// received or waiting, and requests not answered yet.
+  std::size_t charged() const noexcept { return charged_; }
 
 private:
+  status admit(std::uint32_t length);
   void fill(std::uint64_t slot, std::string bytes);
-  std::uint64_t open_slot();
+  std::uint64_t open_slot(std::size_t charge = 0);
+
+  struct reply_slot {
+    std::optional<std::string> reply;
+    std::size_t charge = 0; // of the budget, given back when answered
+  };
 
   connection_limits limits_;
-  std::shared_ptr<partial_frame_budget> budget_;
-  std::size_t charged_ = 0; // this connection's share of the budget
+  std::shared_ptr<request_memory_budget> budget_;
+  std::size_t charged_ = 0;           // this connection's share of the budget
+  std::deque<std::size_t> frame_charges_; // admitted frames not yet decoded
   frame_decoder decoder_;
   session_floor floor_;
-  std::deque<std::optional<std::string>> slots_; // from slot next_write_
+  std::deque<reply_slot> slots_; // from slot next_write_
   std::size_t filled_ = 0;         // answered slots not yet moved to out_
   std::uint64_t next_slot_ = 0;
   std::uint64_t next_write_ = 0;

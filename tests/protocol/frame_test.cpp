@@ -151,6 +151,36 @@ BOOST_AUTO_TEST_CASE(frame_exactly_at_the_limit_is_accepted) {
   BOOST_TEST(f->body.size() == 9u);
 }
 
+// The admission is asked about each frame in stream order as soon as its
+// length is in, before any body byte; its error refuses that frame (sticky)
+// and frames before it stay deliverable. An admitted body is reserved at
+// its announced size at once.
+BOOST_AUTO_TEST_CASE(admission_is_asked_at_each_length_and_its_error_refuses_the_frame) {
+  frame_decoder dec{1000};
+  std::vector<std::uint32_t> asked;
+  dec.set_admission([&](std::uint32_t length) -> status {
+    asked.push_back(length);
+    if (length > 100)
+      return make_error(errc::unavailable, "no room for " + std::to_string(length));
+    return {};
+  });
+  auto ok = *encode_frame(1, std::string(49, 'a'), 1000);
+  BOOST_REQUIRE(dec.feed(std::string_view{ok}.substr(0, 5)));
+  BOOST_TEST(asked == (std::vector<std::uint32_t>{50}));
+  BOOST_TEST(dec.partial_bytes() >= 4u + 1u + 49u); // reserved at once
+  BOOST_REQUIRE(dec.feed(std::string_view{ok}.substr(5)));
+  auto st = dec.feed(be32(500));
+  BOOST_REQUIRE(!st.has_value());
+  BOOST_TEST(st.err().code() == errc::unavailable);
+  BOOST_TEST(st.err().message() == "no room for 500");
+  BOOST_TEST(asked == (std::vector<std::uint32_t>{50, 500}));
+  BOOST_TEST(!dec.feed("more").has_value()); // sticky
+  auto f = dec.next();
+  BOOST_REQUIRE(f.has_value());
+  BOOST_TEST(f->body == std::string(49, 'a'));
+  BOOST_TEST(!dec.next().has_value());
+}
+
 BOOST_AUTO_TEST_CASE(frames_before_a_bad_header_are_still_delivered) {
   frame_decoder dec{100};
   auto bytes = *encode_frame(119, "a") + *encode_frame(121, "b") + be32(500);

@@ -234,46 +234,129 @@ BOOST_AUTO_TEST_CASE(requests_without_a_clock_get_the_session_floor) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(partial_frame_budget_tests)
+BOOST_AUTO_TEST_SUITE(request_memory_budget_tests)
 
-// Partly received requests of all connections share one budget: a
-// connection that would take it over its limit gets an error and ends,
-// and a finished frame gives its bytes back.
-BOOST_AUTO_TEST_CASE(connections_share_one_budget_for_partial_requests) {
-  auto budget = std::make_shared<partial_frame_budget>(100);
+// The first 4 bytes of a frame announcing `length` bytes (code + body).
+std::string length_bytes(std::uint32_t length) {
+  std::string out(4, '\0');
+  for (int i = 0; i < 4; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>((length >> (24 - 8 * i)) & 0xff);
+  return out;
+}
+
+// A frame is charged its whole size as soon as its length arrives, keeps
+// the charge while its request is served, and gives it back when the reply
+// is produced.
+BOOST_AUTO_TEST_CASE(a_frame_is_charged_from_its_length_until_its_reply) {
+  auto budget = std::make_shared<request_memory_budget>(1000);
+  client_connection a{connection_limits{}, budget};
+  std::string f = frame_of(read_req("k"));
+  a.feed(std::string_view{f}.substr(0, 3));
+  BOOST_TEST(budget->used() == 0u); // the length is not in yet
+  a.feed(std::string_view{f}.substr(3, 2));
+  BOOST_TEST(budget->used() == f.size()); // length, code and body, at once
+  BOOST_TEST(a.charged() == f.size());
+  a.feed(std::string_view{f}.substr(5));
+  BOOST_TEST(budget->used() == f.size()); // complete, not yet decoded
+  auto ds = drain(a);
+  BOOST_REQUIRE_EQUAL(ds.size(), 1u);
+  BOOST_TEST(budget->used() == f.size()); // decoded, being served
+  a.complete(ds[0].slot, ok_reply(0));
+  BOOST_TEST(budget->used() == 0u);
+  BOOST_TEST(a.charged() == 0u);
+}
+
+// Connections share one budget: a frame whose announced size does not fit
+// is refused at its length, before any of its body is buffered, with an
+// ErrorResp that names the limit; the connection then ends. A finished
+// request gives its bytes back and the next big frame fits.
+BOOST_AUTO_TEST_CASE(a_frame_over_the_budget_is_refused_at_its_length_with_the_limit_named) {
+  auto budget = std::make_shared<request_memory_budget>(100);
   client_connection a{connection_limits{}, budget};
   client_connection b{connection_limits{}, budget};
-  std::string big = frame_of(read_req(std::string(70, 'x')));
-  BOOST_REQUIRE_GT(big.size(), 80u);
+  std::string big = frame_of(read_req(std::string(40, 'x')));
+  BOOST_REQUIRE_GT(big.size(), 50u);
   BOOST_REQUIRE_LE(big.size(), 100u);
-  // The budget counts the memory a partial frame holds (its buffer's
-  // capacity), at least the bytes that arrived.
-  a.feed(std::string_view{big}.substr(0, 80));
-  const auto held = budget->used();
-  BOOST_TEST(held >= 80u);
-  BOOST_TEST(held <= 100u);
-  b.feed(std::string_view{big}.substr(0, 40)); // would go over 100: refused
-  BOOST_TEST(budget->used() == held);
+  a.feed(std::string_view{big}.substr(0, 10));
+  BOOST_TEST(budget->used() == big.size());
+  b.feed(std::string_view{big}.substr(0, 4)); // would go over 100: refused
+  BOOST_TEST(budget->used() == big.size());
+  BOOST_TEST(b.charged() == 0u);
   BOOST_TEST(!b.wants_read());
   BOOST_TEST(drain(b).empty());
   auto rs = responses(b.output());
   BOOST_REQUIRE_EQUAL(rs.size(), 1u);
-  BOOST_TEST(std::holds_alternative<error_resp>(rs[0]));
-  a.feed(std::string_view{big}.substr(80)); // a's frame completes
+  auto* err = std::get_if<error_resp>(&rs[0]);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(err->err.message().find("--max-request-memory") != std::string::npos);
+  BOOST_TEST(err->err.message().find(std::to_string(big.size()) + " bytes") != std::string::npos);
+  b.written(b.output().size());
+  BOOST_TEST(b.done());
+  a.feed(std::string_view{big}.substr(10));
+  auto ds = drain(a);
+  BOOST_REQUIRE_EQUAL(ds.size(), 1u);
+  a.complete(ds[0].slot, ok_reply(0));
   BOOST_TEST(budget->used() == 0u);
-  BOOST_TEST(drain(a).size() == 1u);
   client_connection c{connection_limits{}, budget};
-  c.feed(std::string_view{big}.substr(0, big.size() - 1)); // room again
-  BOOST_TEST(budget->used() >= big.size() - 1);
-  BOOST_TEST(c.wants_read());
+  c.feed(big); // room again
+  BOOST_TEST(drain(c).size() == 1u);
+  BOOST_TEST(budget->used() == big.size());
 }
 
-BOOST_AUTO_TEST_CASE(a_closed_connection_gives_its_partial_bytes_back) {
-  auto budget = std::make_shared<partial_frame_budget>(1000);
+// A frame larger than the per-frame cap is refused by its length alone,
+// whatever the budget, and charges nothing.
+BOOST_AUTO_TEST_CASE(a_frame_over_the_frame_cap_is_refused_and_charges_nothing) {
+  auto budget = std::make_shared<request_memory_budget>(1u << 30);
+  connection_limits lim;
+  lim.max_frame_size = 1u << 20;
+  client_connection c{lim, budget};
+  c.feed(length_bytes((1u << 20) + 1));
+  BOOST_TEST(budget->used() == 0u);
+  BOOST_TEST(drain(c).empty());
+  auto rs = responses(c.output());
+  BOOST_REQUIRE_EQUAL(rs.size(), 1u);
+  auto* err = std::get_if<error_resp>(&rs[0]);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(err->err.message().find("exceeds the limit of 1048576 bytes") != std::string::npos);
+}
+
+// Frames held back by the in-flight limit stay charged; a request whose
+// body is refused at the door gives its charge back with its error reply.
+BOOST_AUTO_TEST_CASE(waiting_frames_stay_charged_and_refused_requests_give_back) {
+  auto budget = std::make_shared<request_memory_budget>(10000);
+  connection_limits lim;
+  lim.max_in_flight = 1;
+  client_connection c{lim, budget};
+  std::string f = frame_of(read_req("k"));
+  std::string bad_key = frame_of(read_req(std::string(600, 'k'))); // over 509 bytes
+  c.feed(f + f);
+  auto first = drain(c);
+  BOOST_REQUIRE_EQUAL(first.size(), 1u);
+  BOOST_TEST(budget->used() == 2 * f.size()); // one served, one waiting
+  c.complete(first[0].slot, ok_reply(0));
+  auto second = drain(c);
+  BOOST_REQUIRE_EQUAL(second.size(), 1u);
+  BOOST_TEST(budget->used() == f.size());
+  c.complete(second[0].slot, ok_reply(1));
+  BOOST_TEST(budget->used() == 0u);
+  c.written(c.output().size());
+  c.feed(bad_key);
+  BOOST_TEST(drain(c).empty()); // answered with an error at the door
+  BOOST_TEST(budget->used() == 0u);
+  auto rs = responses(c.output());
+  BOOST_REQUIRE_EQUAL(rs.size(), 1u);
+  BOOST_TEST(std::holds_alternative<error_resp>(rs[0]));
+}
+
+BOOST_AUTO_TEST_CASE(a_closed_connection_gives_its_charge_back) {
+  auto budget = std::make_shared<request_memory_budget>(1000);
   {
     client_connection a{connection_limits{}, budget};
-    a.feed(frame_of(read_req("k")).substr(0, 5));
-    BOOST_TEST(budget->used() >= 5u);
+    std::string f = frame_of(read_req("k"));
+    a.feed(f);
+    BOOST_REQUIRE_EQUAL(drain(a).size(), 1u); // in flight, never answered
+    a.feed(f.substr(0, 5));                   // and one partly received
+    BOOST_TEST(budget->used() == 2 * f.size());
   }
   BOOST_TEST(budget->used() == 0u);
 }
