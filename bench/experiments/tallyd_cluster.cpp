@@ -158,10 +158,18 @@ expected<tallyd_cluster> tallyd_cluster::start(const cluster_spec& spec) {
   }
   const auto deadline = steady::now() + spec.start_limit;
   for (std::size_t i = 0; i < c.nodes_.size(); ++i) {
-    if (auto st = c.spawn(i); !st)
-      return st.err();
-    if (auto st = c.wait_accepting(i, deadline); !st)
-      return st.err();
+    // A joiner that gives up at once (its join timed out on a loaded
+    // machine: "cannot join through ...") is started afresh, 3 times at most.
+    for (int attempt = 1;; ++attempt) {
+      if (auto st = c.spawn(i); !st)
+        return st.err();
+      auto st = c.wait_accepting(i, deadline);
+      if (st)
+        break;
+      if (i == 0 || attempt == 3 || c.nodes_[i].pid > 0 || steady::now() > deadline)
+        return st.err();
+      std::filesystem::remove_all(c.nodes_[i].dir, ec);
+    }
   }
   if (auto st = c.wait_settled(deadline); !st)
     return st.err();

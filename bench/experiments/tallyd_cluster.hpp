@@ -53,7 +53,8 @@ std::vector<object_key> one_key_per_partition(const std::string& bucket,
 
 class tallyd_cluster {
 public:
-  /// Starts the nodes one by one, then waits until every node's `cluster
+  /// Starts the nodes one by one (a joiner that exits at once, its join timed
+  /// out, is started again, up to 3 times), then waits until every node's `cluster
   /// status` shows every member up and serving what it owns, no handoff
   /// under way and (n_val > 1) a primary for every copy set, and a write of
   /// one key per partition succeeds through every node. errc::not_found when

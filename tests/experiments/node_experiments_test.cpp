@@ -46,7 +46,7 @@ double median(std::vector<double> v) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(experiments)
+BOOST_AUTO_TEST_SUITE(experiments_on_nodes)
 
 BOOST_AUTO_TEST_CASE(counter_with_op_ids_is_exact_through_a_kill_9_and_retries) {
   // Sec. VI-D: one node of three (n_val 3) crashes (SIGKILL) a third of the
