@@ -140,13 +140,8 @@ expected<counter_failover_result> run_counter_failover(const counter_failover_pa
   const std::uint32_t parts = p.cluster.partitions;
   // One pair of counters per partition, both keys on that partition: a
   // request is a one-step commit on one copy set.
-  std::vector<object_key> gated, plain;
-  {
-    const auto a = one_key_per_partition("fbf-failover", "with-op-ids-", parts);
-    const auto b = one_key_per_partition("fbf-failover", "without-op-ids-", parts);
-    gated = a;
-    plain = b;
-  }
+  const auto gated = one_key_per_partition("fbf-failover", "with-op-ids-", parts);
+  const auto plain = one_key_per_partition("fbf-failover", "without-op-ids-", parts);
   const std::vector<bool> which{true, false};
   std::vector<std::uint16_t> ports;
   for (std::size_t i = 0; i < cluster->size(); ++i)
