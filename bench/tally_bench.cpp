@@ -1,7 +1,7 @@
 // tally-bench: Tally's benchmark and paper-reproduction binary.
 //
 //   tally-bench experiment <name>|all [--out DIR] [--seed S] [--quick]
-//                                     [--adapt tally|paper]
+//                                     [--adapt tally|paper] [--tallyd PATH]
 //   tally-bench run --target URL [workload options]
 //   tally-bench compare URL_A URL_B [--rounds N] [workload options]
 //
@@ -41,7 +41,7 @@ void experiment_help(std::FILE* out) {
   std::fprintf(out,
                "usage: tally-bench experiment <name>|all [--out DIR] [--seed S] "
                "[--quick] [--no-progress]\n"
-               "       [--adapt tally|paper]\n"
+               "       [--adapt tally|paper] [--tallyd PATH]\n"
                "\n"
                "Reproduces a figure or table of the FBF paper (fbf-*) or the "
                "Bloom clock paper\n"
@@ -49,7 +49,11 @@ void experiment_help(std::FILE* out) {
                "<name>*.csv and\n"
                "<name>*.svg into DIR and prints a table; deterministic for a "
                "given seed\n"
-               "(simulated time, no wall clock). See docs/EXPERIMENTS.md.\n"
+               "(simulated time, no wall clock), except fbf-latency and "
+               "fbf-failover, which\n"
+               "start a local cluster of real tallyd nodes on 127.0.0.1 and "
+               "measure it.\n"
+               "See docs/EXPERIMENTS.md.\n"
                "\n"
                "options:\n"
                "  --out DIR      output folder (default "
@@ -62,6 +66,9 @@ void experiment_help(std::FILE* out) {
                "                 Tally's five deviations, docs/FBF.md) or paper "
                "(exactly as\n"
                "                 printed); paper writes fbf-adaptive-paper*\n"
+               "  --tallyd PATH  the tallyd binary fbf-latency and fbf-failover "
+               "start (default:\n"
+               "                 the tallyd next to tally-bench)\n"
                "\n"
                "experiments:\n");
   for (const auto& e : ex::registry())
@@ -106,12 +113,15 @@ int run_experiment(const args& a) {
       opts.quick = true;
     } else if (arg == "--no-progress") {
       opts.progress = false;
-    } else if (arg == "--out" || arg == "--seed" || arg == "--adapt") {
+    } else if (arg == "--out" || arg == "--seed" || arg == "--adapt"
+               || arg == "--tallyd") {
       if (i + 1 == a.size())
         return usage_error(std::string(arg) + " needs a value", experiment_help);
       const std::string_view value = a[++i];
       if (arg == "--out") {
         opts.out_dir = std::string(value);
+      } else if (arg == "--tallyd") {
+        opts.tallyd = std::string(value);
       } else if (arg == "--adapt") {
         if (value == "tally")
           opts.adapt = ex::adapt_version::tally;

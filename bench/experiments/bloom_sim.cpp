@@ -206,6 +206,59 @@ expected<std::uint64_t> simulate_star(const star_params& p,
   return gsn;
 }
 
+expected<std::uint64_t> simulate_broadcast(const broadcast_params& p,
+                                           const event_observer& observe) {
+  if (p.n < 2)
+    return make_error(errc::invalid_argument,
+                      "broadcast simulation needs n >= 2 processes, got n = "
+                          + std::to_string(p.n) + ".");
+  auto zero = make_clocks(p.clocks);
+  if (!zero)
+    return zero.err();
+  const std::uint32_t n = p.n;
+  std::vector<process_state> procs(n);
+  for (process_state& s : procs)
+    s.bloom = *zero;
+  // A broadcast is one message: each local queue holds the senders' ids, in
+  // the order they broadcast, and every receiver reads the same clocks.
+  std::vector<message> broadcast(n);
+  std::vector<bool> sent(n, false);
+  std::vector<std::deque<std::uint32_t>> local_queue(n);
+  std::vector<std::uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  rng gen(p.seed);
+  const std::uint64_t total = std::uint64_t{n} * n; // n sends, n (n - 1) receives
+  std::uint64_t gsn = 0;
+  while (gsn < total) {
+    for (std::uint32_t i = n - 1; i > 0; --i) // Fisher-Yates: a new round order
+      std::swap(order[i], order[gen.below(i + 1)]);
+    for (std::uint32_t id : order) {
+      process_state& self = procs[id];
+      event_kind kind = event_kind::send;
+      if (!sent[id]) {
+        tick(self, id);
+        broadcast[id] = message{self.vc, self.bloom};
+        sent[id] = true;
+        for (std::uint32_t to = 0; to < n; ++to)
+          if (to != id)
+            local_queue[to].push_back(id);
+      } else if (!local_queue[id].empty()) {
+        kind = event_kind::receive;
+        const std::uint32_t from = local_queue[id].front();
+        local_queue[id].pop_front();
+        if (auto st = merge(self, broadcast[from]); !st)
+          return st.err();
+        tick(self, id);
+      } else {
+        continue; // waiting for broadcasts: no event
+      }
+      ++gsn;
+      observe(event_view{gsn, id, kind, self.vc, self.bloom});
+    }
+  }
+  return gsn;
+}
+
 event_sampler::event_sampler(std::uint32_t processes, std::uint64_t first,
                              std::uint64_t step)
     : processes_(processes), first_(first), step_(step ? step : 1) {}
@@ -343,6 +396,15 @@ double rank_correlation(const std::vector<double>& x, const std::vector<double>&
     syy += (ry[i] - mean) * (ry[i] - mean);
   }
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : std::nan("");
+}
+
+expected<run_metrics> broadcast_run(const broadcast_params& p,
+                                    std::uint64_t first, std::uint64_t step) {
+  event_sampler sampler(p.n, first, step);
+  auto events = simulate_broadcast(p, [&](const event_view& e) { sampler(e); });
+  if (!events)
+    return events.err();
+  return classify_all(sampler, p.clocks.size(), *events);
 }
 
 expected<run_metrics> star_run(const star_params& p, std::uint64_t step) {

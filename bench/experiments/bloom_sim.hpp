@@ -24,6 +24,10 @@
 // client's pending stage is executed, the client chosen uniformly among those
 // with work left, so the server's events for different clients interleave as
 // the paper's server threads do under their single lock.
+// Broadcast (section 7.2): every process broadcasts one message to the n - 1
+// others (one send event), then receives the n - 1 broadcasts of the others
+// (one receive event each); the same fair rounds and FIFO local queues as the
+// complete graph, n^2 events in all.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +104,23 @@ struct star_params {
 expected<std::uint64_t> simulate_star(const star_params& p,
                                       const event_observer& observe);
 
+struct broadcast_params {
+  std::uint32_t n = 100; // processes, >= 2
+  std::vector<clock_config> clocks;
+  std::uint64_t seed = 1;
+};
+
+/// Runs section 7.2's broadcast execution: in fair rounds (every process
+/// one step per round, a fresh random order each round), a process's first
+/// step is its broadcast, a send event whose message (its clocks) lands in
+/// the local queue of every other process; each later step receives the
+/// oldest message of its local queue (merge, then tick: Algorithm 1), or
+/// does nothing while it is empty. A process is done after its n - 1
+/// receives. Returns the number of events (n^2). errc::invalid_argument for
+/// n < 2 or a clock geometry bloom_clock::make refuses.
+expected<std::uint64_t> simulate_broadcast(const broadcast_params& p,
+                                           const event_observer& observe);
+
 /// A sampled event's timestamps: the dense vector timestamp and the Bloom
 /// timestamps. Only sampled events are stored (memory: samples x n).
 struct sampled_event {
@@ -169,6 +190,11 @@ expected<run_metrics> complete_graph_run(const complete_graph_params& p,
 /// mean rank): how monotonically y follows x, in [-1, 1]. NaN if either is
 /// constant. For Fig. 5's causality spread hypothesis (section 7.2).
 double rank_correlation(const std::vector<double>& x, const std::vector<double>& y);
+
+/// Section 7.2's broadcast slice, sampled like section 5's: from GSN
+/// `first` (10n) in steps of `step` (100); all ordered pairs.
+expected<run_metrics> broadcast_run(const broadcast_params& p,
+                                    std::uint64_t first, std::uint64_t step);
 
 /// Section 6's slice: every `step`-th event of the whole log.
 expected<run_metrics> star_run(const star_params& p, std::uint64_t step);

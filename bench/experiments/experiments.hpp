@@ -4,9 +4,11 @@
 // clock/ structures). Results, commands and the comparison with the papers:
 // docs/EXPERIMENTS.md.
 //
-// Every experiment is deterministic: it draws from seeded generators
-// (experiments/rng.hpp) and runs on simulated time (the FBF takes time as a
-// parameter); it never sleeps and never reads the wall clock. It writes
+// Every simulated experiment is deterministic: it draws from seeded
+// generators (experiments/rng.hpp) and runs on simulated time (the FBF takes
+// time as a parameter); it never sleeps and never reads the wall clock. Two
+// measure real tallyd nodes instead (fbf-latency and fbf-failover, FBF paper
+// Figs. 15 and 14: node_runs.hpp). It writes
 // <out>/<name>*.csv and <out>/<name>*.svg and prints a short table on stdout;
 // long ones print progress lines on stderr.
 #pragma once
@@ -39,6 +41,10 @@ struct options {
   bool progress = true;
   /// fbf-adaptive's controller: `--adapt tally|paper`.
   adapt_version adapt = adapt_version::tally;
+  /// The tallyd binary the experiments against real nodes start
+  /// (fbf-latency, fbf-failover): `--tallyd PATH`; empty: the tallyd next to
+  /// the running binary.
+  std::string tallyd;
 };
 
 struct experiment {

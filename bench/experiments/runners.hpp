@@ -15,6 +15,10 @@ status run_fbf_filters(const options& opts);    // Fig. 12
 status run_fbf_adaptive(const options& opts);   // Fig. 13
 status run_fbf_counter(const options& opts);    // Fig. 14
 
+// FBF paper (seed 001), Sec. VI-D, on real tallyd nodes: node_experiments.cpp.
+status run_fbf_failover(const options& opts); // Fig. 14, a node killed
+status run_fbf_latency(const options& opts);  // Fig. 15
+
 // Bloom clock paper (seed 002), sections 5 and 6: bloom_experiments.cpp.
 status run_bloom_table1(const options& opts);
 status run_bloom_table2(const options& opts);
@@ -25,5 +29,6 @@ status run_bloom_table6(const options& opts);
 status run_bloom_figures(const options& opts); // Figs. 2-4
 status run_bloom_model(const options& opts);   // scheduling-model sensitivity
 status run_bloom_figure5(const options& opts); // Fig. 5 (section 7.2)
+status run_bloom_broadcast(const options& opts); // broadcast (section 7.2)
 
 } // namespace tally::experiments

@@ -98,9 +98,15 @@ BOOST_AUTO_TEST_CASE(equation3_tracks_the_measured_fpp_of_a_basic_fbf) {
                          << p.optimized.hits);
       BOOST_TEST_CONTEXT("elements " << count) {
         BOOST_TEST(p.model == p.optimized.bitwise, boost::test_tools::tolerance(0.1));
-        if (p.optimized.hits >= 50)
-          BOOST_TEST(p.model == p.optimized.measured(),
-                     boost::test_tools::tolerance(0.3));
+        // Sampled: the hits are Poisson around probes x FPP. Eq. 3 may be
+        // 10% off the filters' exact FPP (above) and the hits 5 sd off
+        // their mean. (A fixed 30% on points with >= 50 hits failed seed
+        // 13101074637992853020: at 300 ids ~30 hits are expected, so 50
+        // hits is itself a 3.7 sd high sample.)
+        const double expected_hits =
+            p.model * static_cast<double>(p.optimized.probes);
+        BOOST_TEST(std::abs(static_cast<double>(p.optimized.hits) - expected_hits)
+                   <= 0.1 * expected_hits + 5 * std::sqrt(expected_hits) + 1);
       }
     }
   }

@@ -61,7 +61,8 @@ BOOST_AUTO_TEST_CASE(registry_names_every_experiment_of_the_issue_once) {
        {"fbf-membership", "fbf-model", "fbf-refresh", "fbf-filters",
         "fbf-adaptive", "fbf-counter", "bloom-table1", "bloom-table2",
         "bloom-table3", "bloom-table4", "bloom-table5", "bloom-table6",
-        "bloom-figures"})
+        "bloom-figures", "bloom-figure5", "bloom-model", "bloom-broadcast",
+        "fbf-failover", "fbf-latency"})
     BOOST_TEST(names.count(n) == 1u, n);
   BOOST_TEST(find_experiment("all") == nullptr);
   BOOST_TEST(find_experiment("nope") == nullptr);
