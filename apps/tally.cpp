@@ -61,6 +61,8 @@ commands:
                                           a register (T: lwwreg or mvreg)
   flag enable|disable|reset|read <bucket> <key> [--type T]
                                           a flag (T: flag_ew or flag_dw)
+  bcounter inc|dec|read <bucket> <key> [amount]
+                                          a bounded counter (never below 0)
   map update <bucket> <key> <entry> <op> [value...] [<entry> <op>...]
   map remove|reset|read <bucket> <key> [entry...] [--type T]
                                           a map's entries (T: rrmap, the
@@ -147,6 +149,17 @@ constexpr const char* flag_usage =
 Enables, disables or resets the flag <bucket>/<key> (enable-wins flag_ew by
 default, disable-wins flag_dw), or reads it: '<bucket>/<key> = true'.
 example: tally flag enable shop open; tally flag read shop open
+)";
+
+constexpr const char* bcounter_usage =
+  R"(usage: tally [options] bcounter inc|dec|read <bucket> <key> [amount]
+
+Increments or decrements the bounded counter <bucket>/<key> by amount
+(default 1) in one static transaction, or reads it: '<bucket>/<key> = 3'.
+A bounded counter never goes below 0: a decrement beyond the rights the
+node holds is refused (no permissions) and changes nothing. Each update
+carries an op id, so a retry after a timeout counts it once.
+example: tally bcounter inc shop stock 10; tally bcounter dec shop stock 3
 )";
 
 constexpr const char* map_usage =
@@ -321,16 +334,22 @@ struct typed_args {
 };
 
 typed_args parse_typed(const std::string& family, std::vector<std::string> args) {
-  const char* usage = family == "set" ? set_usage : family == "reg" ? reg_usage : flag_usage;
-  crdt_type type = family == "set"   ? crdt_type::orset
-                   : family == "reg" ? crdt_type::lwwreg
-                                     : crdt_type::flag_ew;
+  const char* usage = family == "set"        ? set_usage
+                      : family == "reg"      ? reg_usage
+                      : family == "bcounter" ? bcounter_usage
+                                             : flag_usage;
+  crdt_type type = family == "set"        ? crdt_type::orset
+                   : family == "reg"      ? crdt_type::lwwreg
+                   : family == "bcounter" ? crdt_type::bcounter
+                                          : crdt_type::flag_ew;
   std::vector<std::string> kept;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] != "--type") {
       kept.push_back(args[i]);
       continue;
     }
+    if (family == "bcounter")
+      bad_usage("bcounter takes no --type", usage);
     if (i + 1 >= args.size())
       bad_usage(family + ": --type needs a type", usage);
     const auto& t = args[++i];
@@ -349,6 +368,23 @@ typed_args parse_typed(const std::string& family, std::vector<std::string> args)
   typed_args out{kept[0], bound_object{object_key{kept[1], kept[2]}, type},
                  {kept.begin() + 3, kept.end()}};
   const auto& v = out.verb;
+  if (family == "bcounter") {
+    // inc|dec [amount]: a positive 64-bit amount, 1 when left out.
+    if (v != "read" && v != "inc" && v != "dec")
+      bad_usage("bcounter: unknown verb '" + v + "'", usage);
+    if (v == "read" && !out.values.empty())
+      bad_usage("bcounter read takes no amount", usage);
+    if (out.values.size() > 1)
+      bad_usage("bcounter " + v + " takes one amount", usage);
+    if (!out.values.empty()) {
+      auto n = parse_int(out.values.front());
+      if (!n || *n <= 0)
+        bad_usage("bcounter " + v + ": amount '" + out.values.front()
+                    + "' is not a positive 64-bit integer",
+                  usage);
+    }
+    return out;
+  }
   bool takes_values = (family == "set" && (v == "add" || v == "remove"))
                       || (family == "reg" && v == "set");
   bool known = v == "read" || v == "reset" || takes_values
@@ -372,6 +408,15 @@ int run_typed(client& c, const typed_args& a) {
       return report(c, r.err());
     std::cout << name_of(key) << " = " << format_value(r->values.front(), a.object.type)
               << "\n(snapshot " << brief_clock(r->clock) << ")\n";
+    return exit_ok;
+  }
+  if (a.object.type == crdt_type::bcounter) {
+    const std::int64_t amount = a.values.empty() ? 1 : *parse_int(a.values.front());
+    auto clock = c.update_ops({b_counter_op(key, a.verb == "inc" ? amount : -amount)});
+    if (!clock)
+      return report(c, clock.err());
+    std::cout << name_of(key) << (a.verb == "inc" ? " += " : " -= ") << amount
+              << "  (committed at " << brief_clock(*clock) << ")\n";
     return exit_ok;
   }
   update_op op = a.verb == "reset"    ? reset_op(key, a.object.type)
@@ -1465,6 +1510,7 @@ int main(int argc, char** argv) {
                       : command == "reg"    ? reg_usage
                       : command == "flag"   ? flag_usage
                       : command == "map"    ? map_usage
+                      : command == "bcounter" ? bcounter_usage
                                             : nullptr;
   if (command == "help") {
     std::cout << main_usage;
@@ -1488,7 +1534,7 @@ int main(int argc, char** argv) {
   std::vector<txn_op> ops;
   std::optional<typed_args> typed;
   std::optional<map_args> map;
-  if (command == "set" || command == "reg" || command == "flag")
+  if (command == "set" || command == "reg" || command == "flag" || command == "bcounter")
     typed = parse_typed(command, rest);
   else if (command == "map")
     map = parse_map(rest);

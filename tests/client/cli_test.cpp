@@ -488,6 +488,44 @@ BOOST_AUTO_TEST_CASE(set_reg_and_flag_commands_against_a_real_node) {
   }
 }
 
+// bcounter against a real tallyd: increments and decrements read back; a
+// decrement beyond the rights is the node's refusal (exit 1) and changes
+// nothing; usage errors exit 2 before the network.
+BOOST_AUTO_TEST_CASE(bcounter_commands_against_a_real_node) {
+  test::temp_dir dir;
+  test::server node{dir.path + "/data", "none"};
+  BOOST_REQUIRE(node.start());
+  auto port = std::to_string(node.port);
+  auto ok = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 0, r.err);
+    return r.out;
+  };
+  BOOST_TEST(contains(ok({"bcounter", "inc", "shop", "stock", "10"}), "shop/stock += 10"));
+  BOOST_TEST(contains(ok({"bcounter", "dec", "shop", "stock", "3"}), "shop/stock -= 3"));
+  ok({"bcounter", "dec", "shop", "stock"});
+  BOOST_TEST(contains(ok({"bcounter", "read", "shop", "stock"}), "shop/stock = 6"));
+
+  auto over = run_cli({"--port", port, "bcounter", "dec", "shop", "stock", "7"});
+  BOOST_TEST(over.code == 1, over.err);
+  BOOST_TEST(contains(ok({"bcounter", "read", "shop", "stock"}), "shop/stock = 6"));
+
+  for (auto args : std::vector<std::vector<std::string>>{
+         {"bcounter", "inc", "shop", "stock", "0"},       // not positive
+         {"bcounter", "dec", "shop", "stock", "x"},       // not a number
+         {"bcounter", "inc", "shop", "stock", "1", "2"},  // one amount
+         {"bcounter", "read", "shop", "stock", "1"},      // read takes none
+         {"bcounter", "add", "shop", "stock"},            // unknown verb
+         {"bcounter", "inc", "shop", "stock", "--type", "counter"}}) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(contains(r.err, "usage:"), r.err);
+  }
+  BOOST_TEST(contains(ok({"bcounter", "read", "shop", "stock"}), "shop/stock = 6"));
+}
+
 // map against a real tallyd: entries of every CLI type updated in one
 // command, read back one per line, removed (rrmap), reset; a gmap refuses
 // removes at the door; usage errors (exit 2) change nothing stored; a wrong
