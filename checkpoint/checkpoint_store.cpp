@@ -1,5 +1,7 @@
 #include "checkpoint/checkpoint_store.hpp"
 
+#include "common/bounded_input_archive.hpp"
+
 #include <algorithm>
 #include <istream>
 #include <map>
@@ -44,20 +46,20 @@ expected<checkpoint_entry> decode_checkpoint_entry(std::string_view bytes) {
   auto payload = open_frame(bytes, checkpoint_entry_version, "checkpoint entry");
   if (!payload)
     return payload.err();
-  detail::view_source src{*payload};
-  std::istream is{&src};
   vector_clock time;
   std::string object_bytes;
   lsn base = 0;
+  std::size_t trailing = 0;
   try {
-    cereal::PortableBinaryInputArchive ar{is};
+    bounded_input_archive ar{*payload}; // lengths checked before allocating
     ar(time, object_bytes, base);
+    trailing = ar.remaining();
   } catch (const std::exception& e) {
     return make_error(errc::corrupt,
                       std::string{"checkpoint entry: undecodable payload: "}
                         + e.what());
   }
-  if (src.remaining() != 0)
+  if (trailing != 0)
     return make_error(errc::corrupt, "checkpoint entry: trailing bytes");
   auto object = crdt_object::decode(object_bytes);
   if (!object)

@@ -6,6 +6,7 @@
 
 #include <cereal/archives/portable_binary.hpp>
 
+#include "common/bounded_input_archive.hpp"
 #include "common/crc32c.hpp"
 #include "common/hash.hpp"
 #include "common/membuf.hpp"
@@ -106,10 +107,10 @@ expected<journal_record> decode_record(std::string_view bytes) {
   auto payload = open_frame(bytes, record_frame_version, "journal record");
   if (!payload)
     return payload.err();
-  detail::view_source src{*payload};
-  std::istream is{&src};
   try {
-    cereal::PortableBinaryInputArchive ar{is};
+    // Lengths are checked against the bytes left before anything is
+    // allocated for them (common/bounded_input_archive.hpp).
+    bounded_input_archive ar{*payload};
     std::uint8_t kind = 0;
     ar(kind);
     journal_record out;
@@ -142,9 +143,9 @@ expected<journal_record> decode_record(std::string_view bytes) {
         return make_error(errc::corrupt, "journal record: unknown record kind "
                                            + std::to_string(kind));
     }
-    if (src.remaining() != 0)
+    if (ar.remaining() != 0)
       return make_error(errc::corrupt,
-                        "journal record: " + std::to_string(src.remaining())
+                        "journal record: " + std::to_string(ar.remaining())
                           + " trailing bytes after the record");
     return out;
   } catch (const std::exception& e) {

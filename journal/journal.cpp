@@ -1,5 +1,7 @@
 #include "journal/journal.hpp"
 
+#include "common/bounded_input_archive.hpp"
+
 #include <algorithm>
 #include <istream>
 #include <limits>
@@ -41,13 +43,11 @@ expected<checkpoint_state> decode_checkpoint_state(std::string_view bytes) {
                             "meta checkpoint state");
   if (!payload)
     return payload.err();
-  detail::view_source src{*payload};
-  std::istream is{&src};
   try {
-    cereal::PortableBinaryInputArchive ar{is};
+    bounded_input_archive ar{*payload}; // lengths checked before allocating
     checkpoint_state s;
     ar(s.sequence, s.time, s.max_commit_time, s.last_bloom_timestamp);
-    if (src.remaining() != 0)
+    if (ar.remaining() != 0)
       return make_error(errc::corrupt,
                         "meta checkpoint state: trailing bytes");
     return s;

@@ -5,6 +5,9 @@
 #   scripts/fuzz.sh [--long] [--gen-corpus] [target...]
 #
 #   SECONDS_PER_TARGET (default 30): -max_total_time of each target.
+#   RUNS_PER_TARGET: instead, exactly this many executions with a fixed
+#                  seed (FUZZ_SEED, default 1): the same inputs every run,
+#                  so the test command's pass cannot fail by chance.
 #   --long         run until >= 10 million executions per target
 #                  (-runs=10000000, no time limit; LONG_RUNS overrides).
 #   --gen-corpus   rewrite fuzz/corpus/ with fuzz_gen_corpus, then exit.
@@ -53,6 +56,8 @@ for t in "${targets[@]}"; do
   before=$(find "$crashes" -type f | wc -l)
   if [ "$long" = 1 ]; then
     limit=(-runs="$long_runs")
+  elif [ -n "${RUNS_PER_TARGET:-}" ]; then
+    limit=(-runs="$RUNS_PER_TARGET" -seed="${FUZZ_SEED:-1}")
   else
     limit=(-max_total_time="$secs")
   fi

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <sys/resource.h>
+
 #include "journal/codec.hpp"
 #include "tests/journal/journal_test_support.hpp"
 
@@ -112,6 +114,35 @@ BOOST_AUTO_TEST_CASE(an_op_id_flag_other_than_0_or_1_is_corrupt) {
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST((std::get<update_record>(*back).op == op_id{3, 4}));
   BOOST_TEST(decode_record(bytes).has_value());
+}
+
+// fuzz_journal's third finding (stop 12, the test command's run): a record
+// with a valid checksum whose key claimed a 4 GiB bucket made the decoder
+// allocate it before the read failed. Lengths beyond the bytes left are
+// refused first (common/bounded_input_archive.hpp): a 1 GiB claim must not
+// raise the peak RSS.
+BOOST_AUTO_TEST_CASE(a_length_beyond_the_record_is_refused_before_allocating) {
+  const std::string bucket = "bucket-marker";
+  auto bytes = encode_record(update(tx_id{1, 2}, object_key{bucket, "k"}, 5));
+  std::string payload = bytes.substr(frame_header_size);
+  std::string length_le(8, '\0');
+  length_le[0] = static_cast<char>(bucket.size());
+  auto at = payload.find(length_le + bucket);
+  BOOST_REQUIRE(at != std::string::npos);
+  const std::uint64_t one_gib = std::uint64_t{1} << 30;
+  for (int i = 0; i < 8; ++i)
+    payload[at + static_cast<std::size_t>(i)] = static_cast<char>((one_gib >> (8 * i)) & 0xff);
+  std::string reframed;
+  append_frame(reframed, record_frame_version, payload);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  auto back = decode_record(reframed);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  BOOST_REQUIRE(!back.has_value());
+  BOOST_TEST(back.err().code() == errc::corrupt);
+  BOOST_TEST(after.ru_maxrss - before.ru_maxrss < 64 * 1024,
+             "peak RSS grew by " << after.ru_maxrss - before.ru_maxrss << " KiB");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_or_extended_records_are_corrupt) {
