@@ -8,6 +8,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/apt_install.sh
+. scripts/apt_install.sh
 
 # Pinned in docs/DEPENDENCIES.md; every one comes from Debian 12's mirror.
 packages=(
@@ -21,23 +23,7 @@ packages=(
   libhiredis-dev redis-server # tally-bench's redis:// driver and bench/compare_redis.sh (no service started)
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo=""
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
-    sudo="sudo"
-  fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_debian_packages setup "${packages[@]}"
 
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALLY_WERROR="${TALLY_WERROR:-OFF}" >/dev/null
