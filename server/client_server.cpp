@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 
 #include "common/log.hpp"
 #include "server/connection.hpp"
+#include "server/shard_inbox.hpp"
 #include "tls/tls_stream.hpp"
 
 namespace tally {
@@ -72,50 +74,6 @@ std::string peer_of(int fd) {
   return "?";
 }
 
-// Work posted to a shard from any thread. It outlives the shard's thread:
-// a reply that arrives after stop() is dropped here, not run.
-struct inbox {
-  int efd = -1;
-  std::mutex mu;
-  std::vector<std::function<void()>> items;
-  bool signaled = false;
-  bool closed = false;
-
-  ~inbox() {
-    if (efd >= 0)
-      ::close(efd);
-  }
-  // One eventfd write per batch: only the first post after the shard took
-  // the last batch wakes it.
-  void post(std::function<void()> fn) {
-    {
-      std::lock_guard<std::mutex> g{mu};
-      if (closed)
-        return;
-      items.push_back(std::move(fn));
-      if (signaled)
-        return;
-      signaled = true;
-    }
-    std::uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(efd, &one, sizeof one);
-  }
-  std::vector<std::function<void()>> take() {
-    std::uint64_t count = 0;
-    [[maybe_unused]] auto n = ::read(efd, &count, sizeof count);
-    std::vector<std::function<void()>> out;
-    std::lock_guard<std::mutex> g{mu};
-    out.swap(items);
-    signaled = false;
-    return out;
-  }
-  void close() {
-    std::lock_guard<std::mutex> g{mu};
-    closed = true;
-    items.clear();
-  }
-};
-
 std::string errno_text() {
   return std::strerror(errno);
 }
@@ -126,13 +84,10 @@ std::string errno_text() {
 class shard {
 public:
   shard(std::size_t index, const server_options& opts,
-        std::shared_ptr<request_handler> handler,
         std::shared_ptr<std::atomic<std::size_t>> live,
-        std::shared_ptr<request_memory_budget> budget,
-        std::shared_ptr<const tls_context> tls)
-      : index_(index), opts_(opts), handler_(std::move(handler)),
-        live_(std::move(live)), budget_(std::move(budget)), tls_(std::move(tls)),
-        inbox_(std::make_shared<inbox>()),
+        std::shared_ptr<request_memory_budget> budget)
+      : index_(index), opts_(opts), live_(std::move(live)), budget_(std::move(budget)),
+        inbox_(std::make_shared<shard_inbox>()),
         // Connection ids are the node's session ids: the shard's index in
         // the top byte keeps them unique across shards.
         next_id_((static_cast<std::uint64_t>(index) << 56) + tls_listen_tag + 1) {}
@@ -146,19 +101,29 @@ public:
 
   status open() {
     epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    inbox_->efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epfd_ < 0 || inbox_->efd < 0)
-      return make_error(errc::io_error, "epoll/eventfd: " + errno_text());
+    if (epfd_ < 0)
+      return make_error(errc::io_error, "epoll: " + errno_text());
+    if (auto st = inbox_->open(); !st)
+      return st;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = inbox_tag;
-    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, inbox_->efd, &ev) != 0)
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, inbox_->fd(), &ev) != 0)
       return make_error(errc::io_error, "epoll_ctl: " + errno_text());
     return {};
   }
 
+  // From serve(), on this shard's thread: the handler of its requests and
+  // the TLS context of its TLS connections (null: no TLS port).
+  void serve_with(std::shared_ptr<request_handler> handler,
+                  std::shared_ptr<const tls_context> tls) {
+    handler_ = std::move(handler);
+    tls_ = std::move(tls);
+  }
+
   // The first shard accepts for all (`peers`, itself included), on the
-  // client port, the TLS port and the admin socket (-1: none).
+  // client port, the TLS port and the admin socket (-1: none). On this
+  // shard's thread.
   status listen_on(int fd, int tls_fd, int admin_fd, std::vector<shard*> peers) {
     listen_fd_ = fd;
     tls_fd_ = tls_fd;
@@ -178,28 +143,47 @@ public:
   }
 
   void post(std::function<void()> fn) { inbox_->post(std::move(fn)); }
+  const std::shared_ptr<shard_inbox>& inbox() const noexcept { return inbox_; }
   void request_stop() {
     post([this] { running_ = false; });
   }
   void close_inbox() { inbox_->close(); }
 
+  // On this shard's thread: stops accepting (the first shard) and closes
+  // every connection; the loop goes on running posted tasks.
+  void stop_serving() {
+    for (int fd : {listen_fd_, tls_fd_, admin_fd_})
+      if (fd >= 0)
+        ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
+    listen_fd_ = tls_fd_ = admin_fd_ = -1;
+    while (!conns_.empty())
+      close_conn(*conns_.begin()->second);
+    dirty_.clear();
+    queued_reads_.clear();
+    serving_ = false;
+  }
+
   void run() {
+    inbox_->bind_to_this_thread();
     epoll_event evs[256];
     auto last_sweep = clock::now();
+    bool more_tasks = false;
     while (running_) {
-      // Decrypted bytes waiting inside OpenSSL wake no epoll: don't sleep.
-      int n = ::epoll_wait(epfd_, evs, 256, queued_reads_.empty() ? 1000 : 0);
+      // Decrypted bytes waiting inside OpenSSL, and tasks this thread
+      // posted to itself, wake no epoll: don't sleep then.
+      bool busy = more_tasks || !queued_reads_.empty();
+      int n = ::epoll_wait(epfd_, evs, 256, busy ? 0 : 1000);
       if (n < 0) {
         if (errno == EINTR)
           continue;
         log(log_level::error, "client server: epoll_wait: ", errno_text());
         break;
       }
+      bool woken = false;
       for (int i = 0; i < n; ++i) {
         auto tag = evs[i].data.u64;
         if (tag == inbox_tag) {
-          for (auto& fn : inbox_->take())
-            fn();
+          woken = true;
         } else if (tag == listen_tag) {
           accept_all(listen_fd_, door::plain);
         } else if (tag == tls_listen_tag) {
@@ -210,7 +194,11 @@ public:
           on_socket(tag, evs[i].events);
         }
       }
+      // Every request this wake-up read is handed on by now: the tasks
+      // they posted (hosted actors with a batch of messages each, replies)
+      // run in one go, then every connection's replies go out.
       read_queued();
+      more_tasks = inbox_->run_ready(woken);
       flush_dirty();
       auto now = clock::now();
       if (now - last_sweep >= std::chrono::seconds{1}) {
@@ -223,6 +211,11 @@ public:
   // Takes over an accepted socket (on this shard's thread), which came in
   // through `from`.
   void adopt(int fd, door from) {
+    if (!serving_) { // posted by the accepting shard just before stop_serving
+      ::close(fd);
+      --*live_;
+      return;
+    }
     int one = 1;
     bool admin = from == door::admin;
     if (!admin)
@@ -722,7 +715,7 @@ private:
   std::shared_ptr<std::atomic<std::size_t>> live_;
   std::shared_ptr<request_memory_budget> budget_;
   std::shared_ptr<const tls_context> tls_; // null: no TLS port
-  std::shared_ptr<inbox> inbox_;
+  std::shared_ptr<shard_inbox> inbox_;
   int epfd_ = -1;
   int listen_fd_ = -1;
   int tls_fd_ = -1;
@@ -736,6 +729,7 @@ private:
   std::optional<clock::time_point> last_refusal_log_;
   std::uint64_t refusals_not_logged_ = 0;
   bool running_ = true;
+  bool serving_ = true;
 };
 
 namespace {
@@ -816,13 +810,52 @@ expected<int> admin_socket(const std::string& path) {
 
 } // namespace
 
-expected<std::unique_ptr<client_server>>
-client_server::start(server_options opts, std::shared_ptr<request_handler> handler) {
+expected<std::unique_ptr<client_server>> client_server::create(server_options opts) {
   if (opts.threads == 0)
     opts.threads = 1;
   if (!opts.plain && !opts.tls_port)
     return make_error(errc::bad_config, "no client port: the plain port is off and there is "
                                         "no TLS port (--client-tls-port)");
+  std::unique_ptr<client_server> self{new client_server};
+  self->opts_ = opts;
+  auto live = std::make_shared<std::atomic<std::size_t>>(0);
+  auto budget = opts.max_request_memory > 0
+                  ? std::make_shared<request_memory_budget>(opts.max_request_memory)
+                  : nullptr;
+  for (std::size_t i = 0; i < opts.threads; ++i) {
+    auto s = std::make_shared<shard>(i, opts, live, budget);
+    if (auto st = s->open(); !st)
+      return st.err();
+    self->shards_.push_back(std::move(s));
+  }
+  for (auto& s : self->shards_)
+    self->threads_.emplace_back([s] { s->run(); });
+  return self;
+}
+
+std::size_t client_server::shards() const noexcept {
+  return shards_.size();
+}
+
+std::shared_ptr<shard_inbox> client_server::tasks(std::size_t i) const {
+  return shards_.at(i)->inbox();
+}
+
+namespace {
+// Runs `fn` on `s`'s thread and waits for its result.
+template <class F>
+auto on_shard(shard& s, F fn) -> decltype(fn()) {
+  std::promise<decltype(fn())> done;
+  auto result = done.get_future();
+  s.post([&done, &fn] { done.set_value(fn()); });
+  return result.get();
+}
+} // namespace
+
+status client_server::serve(std::shared_ptr<request_handler> handler) {
+  if (stopped_ || serving_)
+    return make_error(errc::invalid_argument, "the client server is already serving or stopped");
+  const auto& opts = opts_;
   std::shared_ptr<const tls_context> tls;
   if (opts.tls_port) {
     auto ctx = tls_context::server(opts.tls);
@@ -830,59 +863,64 @@ client_server::start(server_options opts, std::shared_ptr<request_handler> handl
       return ctx.err();
     tls = std::make_shared<const tls_context>(std::move(*ctx));
   }
-  std::unique_ptr<client_server> self{new client_server};
   if (opts.plain) {
     auto sock = listen_socket(opts.bind, opts.port);
     if (!sock)
       return sock.err();
-    self->listen_fd_ = sock->first;
-    self->port_ = sock->second;
+    listen_fd_ = sock->first;
+    port_ = sock->second;
   }
   if (opts.tls_port) {
     auto sock = listen_socket(opts.bind, *opts.tls_port);
     if (!sock)
       return sock.err();
-    self->tls_fd_ = sock->first;
-    self->tls_port_ = sock->second;
+    tls_fd_ = sock->first;
+    tls_port_ = sock->second;
   }
   if (!opts.admin_socket.empty()) {
     auto admin = admin_socket(opts.admin_socket);
     if (!admin)
       return admin.err();
-    self->admin_fd_ = *admin;
-    self->admin_path_ = opts.admin_socket;
+    admin_fd_ = *admin;
+    admin_path_ = opts.admin_socket;
   }
-  auto live = std::make_shared<std::atomic<std::size_t>>(0);
-  auto budget = opts.max_request_memory > 0
-                  ? std::make_shared<request_memory_budget>(opts.max_request_memory)
-                  : nullptr;
   std::vector<shard*> all;
-  for (std::size_t i = 0; i < opts.threads; ++i) {
-    auto s = std::make_shared<shard>(i, opts, handler, live, budget, tls);
-    if (auto st = s->open(); !st)
-      return st.err();
+  for (auto& s : shards_) {
     all.push_back(s.get());
-    self->shards_.push_back(std::move(s));
+    on_shard(*s, [&] {
+      s->serve_with(handler, tls);
+      return true;
+    });
   }
-  if (auto st = self->shards_.front()->listen_on(self->listen_fd_, self->tls_fd_,
-                                                     self->admin_fd_, all); !st)
+  auto& first = *shards_.front();
+  if (auto st = on_shard(first, [&] {
+        return first.listen_on(listen_fd_, tls_fd_, admin_fd_, all);
+      });
+      !st)
     return st.err();
-  for (auto& s : self->shards_)
-    self->threads_.emplace_back([s] { s->run(); });
+  serving_ = true;
+  return {};
+}
+
+expected<std::unique_ptr<client_server>>
+client_server::start(server_options opts, std::shared_ptr<request_handler> handler) {
+  auto self = create(std::move(opts));
+  if (!self)
+    return self.err();
+  if (auto st = (*self)->serve(std::move(handler)); !st)
+    return st.err();
   return self;
 }
 
-void client_server::stop() {
-  if (stopped_)
+void client_server::stop_serving() {
+  if (serving_stopped_)
     return;
-  stopped_ = true;
+  serving_stopped_ = true;
   for (auto& s : shards_)
-    s->request_stop();
-  for (auto& t : threads_)
-    t.join();
-  threads_.clear();
-  for (auto& s : shards_)
-    s->close_inbox();
+    on_shard(*s, [&s] {
+      s->stop_serving();
+      return true;
+    });
   for (int* fd : {&listen_fd_, &tls_fd_}) {
     if (*fd >= 0)
       ::close(*fd);
@@ -893,7 +931,21 @@ void client_server::stop() {
     ::unlink(admin_path_.c_str());
   }
   admin_fd_ = -1;
-  shards_.clear(); // closes every connection
+}
+
+void client_server::stop() {
+  if (stopped_)
+    return;
+  stop_serving();
+  stopped_ = true;
+  for (auto& s : shards_)
+    s->request_stop();
+  for (auto& t : threads_)
+    t.join();
+  threads_.clear();
+  for (auto& s : shards_)
+    s->close_inbox();
+  shards_.clear();
 }
 
 client_server::~client_server() {

@@ -94,14 +94,21 @@ struct server_options {
 };
 
 class shard;
+class shard_inbox;
 
 class client_server {
 public:
-  /// Listens on bind:port (and bind:tls_port) and starts the shard
-  /// threads. Errors: errc::unavailable naming the address (port in use,
-  /// address not local), errc::bad_config for TLS files that cannot be
-  /// used or a server with no port, errc::io_error for epoll/eventfd
-  /// failures.
+  /// Starts the shard threads, serving nothing yet: work may be placed on
+  /// them (tasks()) before the node serves clients, as the partition
+  /// actors are (actors/shard_host.hpp). Errors: errc::bad_config for a
+  /// server with no port, errc::io_error for epoll/eventfd failures.
+  static expected<std::unique_ptr<client_server>> create(server_options opts);
+  /// Listens on bind:port (and bind:tls_port, and the admin socket) and
+  /// hands every request to `handler`. Errors: errc::unavailable naming the
+  /// address (port in use, address not local), errc::bad_config for TLS
+  /// files that cannot be used; nothing is served then.
+  status serve(std::shared_ptr<request_handler> handler);
+  /// create() then serve().
   static expected<std::unique_ptr<client_server>>
   start(server_options opts, std::shared_ptr<request_handler> handler);
   ~client_server();
@@ -113,8 +120,17 @@ public:
   std::uint16_t port() const noexcept { return port_; }
   std::uint16_t tls_port() const noexcept { return tls_port_; }
 
-  /// Stops accepting, closes every connection and joins the threads.
-  /// Replies that arrive later are dropped. Idempotent.
+  /// The number of shard threads, and the work queue of shard `i`
+  /// (i < shards()): a task posted there runs on that shard's thread.
+  std::size_t shards() const noexcept;
+  std::shared_ptr<shard_inbox> tasks(std::size_t i) const;
+
+  /// Stops accepting and closes every connection (requests still being
+  /// served are answered into the void); the shard threads go on running
+  /// posted tasks until stop(). Idempotent. Not from a shard's thread.
+  void stop_serving();
+  /// stop_serving(), then ends and joins the shard threads: tasks posted
+  /// later are dropped. Idempotent. Not from a shard's thread.
   void stop();
 
 private:
@@ -128,6 +144,9 @@ private:
   int tls_fd_ = -1;
   int admin_fd_ = -1;
   std::string admin_path_;
+  server_options opts_;
+  bool serving_ = false;
+  bool serving_stopped_ = false;
   bool stopped_ = false;
 };
 
