@@ -22,18 +22,63 @@
 
 #include "actors/client_gateway.hpp"
 #include "actors/handoff.hpp"
+#include "journal/background_syncer.hpp"
 #include "journal/partition_manifest.hpp"
 #include "common/log.hpp"
 #include "actors/membership.hpp"
 #include "actors/node_links.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
+#include "actors/shard_host.hpp"
 #include "ring/partition.hpp"
 #include "server/client_server.hpp"
 
 namespace tally {
 
 namespace {
+
+// The client server of node `cfg` (its shard threads and ports).
+server_options server_options_of(const node_config& cfg, const std::string& admin_socket) {
+  server_options so;
+  so.bind = cfg.bind;
+  so.port = cfg.port;
+  so.plain = cfg.plain_client_port;
+  so.tls_port = cfg.client_tls_port;
+  so.tls = cfg.client_tls;
+  so.threads = cfg.io_threads;
+  so.max_frame_size = cfg.limits.max_frame_size;
+  so.max_connections = cfg.limits.max_connections;
+  so.max_in_flight = cfg.limits.max_in_flight;
+  so.max_pending_output = cfg.limits.max_pending_output;
+  so.requests = cfg.limits.requests;
+  so.max_request_memory = cfg.limits.max_request_memory;
+  so.idle_timeout = cfg.limits.idle_timeout;
+  so.evict_idle_after = cfg.limits.evict_idle_after;
+  so.request_read_timeout = cfg.limits.request_read_timeout;
+  so.admin_socket = admin_socket;
+  return so;
+}
+
+// Where partition i's actor runs (--partition-threads): with `shards`,
+// on shard i mod n of `server` (partitions dealt out in turn, so that each
+// shard hosts as many and a key's shard is its partition's).
+std::function<partition_placement(std::uint32_t)>
+placement_of(caf::actor_system& sys, const node_config& cfg, const client_server& server) {
+  switch (cfg.partition_threads) {
+    case partition_threading::detached:
+      return [](std::uint32_t) { return partition_placement::detached(); };
+    case partition_threading::scheduler:
+      return [](std::uint32_t) { return partition_placement::scheduler(); };
+    case partition_threading::shards:
+      break;
+  }
+  std::vector<std::shared_ptr<caf::execution_unit>> units;
+  for (std::size_t i = 0; i < server.shards(); ++i)
+    units.push_back(std::make_shared<shard_unit>(sys, server.tasks(i)));
+  return [units](std::uint32_t p) {
+    return partition_placement::on_shard(units[p % units.size()]);
+  };
+}
 
 // Transactions left prepared by a crash: committed if any partition holds
 // their commit record (at that time), aborted otherwise. A client was only
@@ -398,7 +443,15 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     log(log_level::info, unopened.size(), " partition(s) on disk belong to other nodes "
                          "now: not served here, handed off");
   const bool replicated = ring->n_val() > 1;
-  auto opts_for = [cfg, root](std::uint32_t i, bool must_exist,
+  // Journal syncs on threads of their own when the partitions share the
+  // shard threads (journal/background_syncer.hpp): a shard never waits for
+  // the disk.
+  const bool sync_elsewhere = cfg.partition_threads == partition_threading::shards
+                              && (cfg.mode == durability::batch
+                                  || cfg.mode == durability::periodic);
+  auto syncer = sync_elsewhere ? std::make_shared<background_syncer>(cfg.sync_threads)
+                               : nullptr;
+  auto opts_for = [cfg, root, sync_elsewhere](std::uint32_t i, bool must_exist,
                               const char* folder = "partitions") {
     partition_options po;
     po.index = i;
@@ -408,6 +461,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.fbf = fbf_of(cfg); // docs/NODE.md, "Exactly-once"
     po.max_fbfs = max_fbfs_of(cfg);
     po.map_size = cfg.map_size;
+    po.sync_elsewhere = sync_elsewhere;
     po.snapshot_retention_us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(
         cfg.snapshot_retention)
@@ -465,11 +519,20 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   timers.max_parked_reads = cfg.limits.max_parked_reads;
   if (cfg.mode == durability::periodic)
     timers.sync_interval = cfg.periodic_sync;
+  // The client server's shard threads first: the partitions run on them
+  // (--partition-threads shards, docs/PERFORMANCE.md "The request path");
+  // clients are served only at the end, once every actor is up.
+  auto server = client_server::create(server_options_of(cfg, ctx->admin_socket));
+  if (!server)
+    return server.err();
+  self->server_ = std::move(*server);
+  self->sys_ = &sys;
+  auto place = placement_of(sys, cfg, *self->server_);
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
     auto i = core->index();
-    local[i] = spawn_partition(sys, std::move(core), cfg.partitions_detached(),
-                               board_slot(ctx->board, i), timers, replicated);
+    local[i] = spawn_partition(sys, std::move(core), place(i), board_slot(ctx->board, i),
+                               timers, replicated, syncer);
     self->actors_.push_back(local[i]);
   }
   ctx->routes->store(local_routes(local, *id));
@@ -488,13 +551,12 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;
-  bool detached = cfg.partitions_detached();
   // Spawns a partition actor opened later and registers it with the node,
   // which stops it too.
-  auto adopt = [&sys, board, detached, timers, spawned,
-                replicated](std::uint32_t i, std::unique_ptr<partition_core> core) {
-    auto a = spawn_partition(sys, std::move(core), detached, board_slot(board, i), timers,
-                             replicated);
+  auto adopt = [&sys, board, place, timers, spawned, replicated,
+                syncer](std::uint32_t i, std::unique_ptr<partition_core> core) {
+    auto a = spawn_partition(sys, std::move(core), place(i), board_slot(board, i), timers,
+                             replicated, syncer);
     std::lock_guard<std::mutex> guard{spawned->mutex};
     if (spawned->stopping) // opened while the node stops: stop it too
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -569,31 +631,12 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   log(cfg.links.mode == link_auth::none ? log_level::warn : log_level::info,
       describe_node_links(cfg.links), "; cluster port ", cfg.cluster_address(), ":",
       self->cluster_port_, ", reached by peers at ", self->id_.substr(self->id_.find('@') + 1));
-  server_options so;
-  so.bind = cfg.bind;
-  so.port = cfg.port;
-  so.plain = cfg.plain_client_port;
-  so.tls_port = cfg.client_tls_port;
-  so.tls = cfg.client_tls;
-  so.threads = cfg.io_threads;
-  so.max_frame_size = cfg.limits.max_frame_size;
-  so.max_connections = cfg.limits.max_connections;
-  so.max_in_flight = cfg.limits.max_in_flight;
-  so.max_pending_output = cfg.limits.max_pending_output;
-  so.requests = cfg.limits.requests;
-  so.max_request_memory = cfg.limits.max_request_memory;
-  so.idle_timeout = cfg.limits.idle_timeout;
-  so.evict_idle_after = cfg.limits.evict_idle_after;
-  so.request_read_timeout = cfg.limits.request_read_timeout;
-  so.admin_socket = ctx->admin_socket;
   auto gateway = make_client_gateway(sys, ctx);
   self->actors_.push_back(gateway.sweeper);
-  auto server = client_server::start(so, gateway.handler);
-  if (!server) {
+  if (auto st = self->server_->serve(gateway.handler); !st) {
     self->stop();
-    return server.err();
+    return st.err();
   }
-  self->server_ = std::move(*server);
   self->port_ = self->server_->port();
   self->tls_port_ = self->server_->tls_port();
   log(log_level::info, "node ", *id, " serving ", held.size(), " of ", cfg.partitions,
@@ -616,11 +659,12 @@ void node::stop() {
   if (stopped_)
     return;
   stopped_ = true;
-  // The client server first (no new requests; replies still under way are
-  // dropped), then coordinators via the manager, then the partitions, which
-  // flush what is staged.
+  // The client port first (no new requests; replies still under way are
+  // dropped), then the other actors, then the partitions, which flush what
+  // is staged. The shard threads go on running the partitions hosted there
+  // until await_stopped() has seen them quit.
   if (server_)
-    server_->stop();
+    server_->stop_serving();
   for (auto i = actors_.rbegin(); i != actors_.rend(); ++i)
     caf::anon_send_exit(*i, caf::exit_reason::user_shutdown);
   stopping_ = std::move(actors_);
@@ -649,11 +693,18 @@ bool node::await_stopped(caf::actor_system& sys, std::chrono::milliseconds limit
       me->receive([&](caf::down_msg&) { --left; },
                   caf::after(limit) >> [&] { timed_out = true; });
   }
+  // The partitions hosted on the shard threads are gone (or given up on):
+  // the threads can end.
+  if (server_)
+    server_->stop();
   return left == 0;
 }
 
 node::~node() {
   stop();
+  if (sys_ && server_ && !stopping_.empty())
+    await_stopped(*sys_, std::chrono::seconds{30});
+  server_.reset();
   if (lock_fd_ >= 0)
     ::close(lock_fd_);
 }

@@ -33,6 +33,13 @@ namespace tally {
 
 class client_server;
 
+/// Where the partition actors run (tallyd --partition-threads).
+enum class partition_threading {
+  shards,    // on the client server's shard threads (default)
+  detached,  // a thread each
+  scheduler, // CAF's scheduler workers
+};
+
 struct node_config {
   std::string data_dir = "./data";
   std::string bind = "127.0.0.1";
@@ -56,15 +63,15 @@ struct node_config {
   bool plain_client_port = true;
   /// Client I/O threads (--io-threads): server/client_server.hpp.
   std::size_t io_threads = 2;
-  /// Partition actors on their own threads (default) or on the scheduler;
-  /// docs/NODE.md, "Threading and disk I/O" has the measurement.
-  /// Partition actors on their own threads (--partition-threads detached,
-  /// the default) or on the scheduler's two: docs/NODE.md, "Threading and
-  /// disk I/O", has the measurements (the scheduler gives ~25% more peak
-  /// throughput with periodic durability, but an fsync on a worker stalls
-  /// every partition: p99 68 ms vs 5 ms at half load).
-  bool detached_partitions = true;
-  bool partitions_detached() const noexcept { return detached_partitions; }
+  /// Where the partition actors run (--partition-threads): on the shard
+  /// threads (the default: a request is served on the thread that read
+  /// it), a thread each, or the scheduler's two; docs/NODE.md, "Threading
+  /// and disk I/O", has the measurements.
+  partition_threading partition_threads = partition_threading::shards;
+  /// Threads that sync the partitions' journals when the partitions run on
+  /// the shard threads (--sync-threads; journal/background_syncer.hpp):
+  /// fdatasyncs of different files overlap in the kernel and the device.
+  std::size_t sync_threads = 16;
   /// The node-to-node port (docs/CLUSTER.md). nullopt: the one this data
   /// dir used before, else client port + 1000, else (client port 0) any.
   std::optional<std::uint16_t> cluster_port;
@@ -159,7 +166,8 @@ public:
 private:
   node() = default;
 
-  std::unique_ptr<client_server> server_; // the client port
+  caf::actor_system* sys_ = nullptr;
+  std::unique_ptr<client_server> server_; // the client port and shard threads
   std::vector<caf::actor> actors_; // tx manager, membership, partitions
   std::vector<caf::actor> stopping_; // what stop() sent exits to
   // Partition actors the membership spawned after startup (handoffs); once

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -15,7 +16,9 @@
 #include "common/log.hpp"
 #include "actors/partition_core.hpp"
 #include "actors/partition_replication.hpp"
+#include "actors/shard_host.hpp"
 #include "actors/wire.hpp"
+#include "journal/background_syncer.hpp"
 #include "journal/file_sync.hpp"
 
 namespace tally {
@@ -26,6 +29,9 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using timer_atom = caf::atom_constant<caf::atom("p_timer")>;
 using expire_atom = caf::atom_constant<caf::atom("p_expire")>;
+// (p_synced, upto, error text): a background sync of this partition's
+// journal ended (empty text: it succeeded).
+using synced_atom = caf::atom_constant<caf::atom("p_synced")>;
 
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
@@ -115,10 +121,17 @@ struct partition_state {
   std::chrono::steady_clock::time_point last_sync = std::chrono::steady_clock::now();
   // This copy's role among the partition's copies (docs/REPLICATION.md).
   partition_replication repl;
+  // Syncs on the node's sync threads (partition_options::sync_elsewhere):
+  // whether one of this partition's is running, and, in durability batch,
+  // the writes it answers once a sync covers their batch: (batch end,
+  // answers), oldest first. Null syncer: syncs run here.
+  std::shared_ptr<background_syncer> syncer;
+  bool sync_running = false;
+  std::deque<std::pair<lsn, std::vector<partition_replication::answer_fn>>> awaiting_sync;
   static inline const char* name = "partition";
 };
 
-using partition_self = caf::stateful_actor<partition_state>*;
+using partition_self = caf::stateful_actor<partition_state, hosted_actor>*;
 
 void publish(partition_self self) {
   if (self->state.slot)
@@ -172,6 +185,24 @@ part_read_resp serve(partition_core& core, const part_read_req& req) {
 
 void redrive_ready(partition_self self);
 
+// Hands the sync of everything appended so far to the node's sync threads,
+// unless one is running (what is appended meanwhile waits for the next:
+// one sync covers many batches). Its end comes back as a synced_atom.
+void start_sync(partition_self self) {
+  auto& st = self->state;
+  if (st.sync_running || !st.syncer || !st.core)
+    return;
+  auto job = st.core->sync_job();
+  if (!job)
+    return;
+  st.sync_running = true;
+  caf::actor me{self};
+  st.syncer->run(std::move(job->env), [me, upto = job->upto](status outcome) {
+    caf::anon_send(me, synced_atom::value, static_cast<std::uint64_t>(upto),
+                   outcome ? std::string{} : outcome.err().to_string());
+  });
+}
+
 // Durability periodic: syncs the journal when the last sync is at least
 // `due` old. Called after each flush with the interval (so busy partitions
 // sync when their own writes come, spread over time rather than all 64 on
@@ -185,9 +216,52 @@ void sync_if_due(partition_self self, std::chrono::milliseconds due) {
   if (now - st.last_sync < due)
     return;
   st.last_sync = now;
+  if (st.syncer) {
+    start_sync(self);
+    return;
+  }
   if (auto s = st.core->sync(); !s)
     log(log_level::error, "partition ", st.core->index(),
         ": journal sync failed, partition stopped: ", s.err().to_string());
+}
+
+void retry_reads(partition_self self);
+
+// A sync of this partition's journal ended (upto 0: it ran here, synchronously
+// in core->sync()): the batches it covers are applied, their writes answered
+// (through the replication's quorum), and the reads waiting for their
+// commits served; then the next sync starts if more was appended meanwhile.
+void on_synced(partition_self self, lsn upto, status outcome) {
+  auto& st = self->state;
+  st.sync_running = false;
+  if (!st.core)
+    return;
+  status st_ok = upto == 0 ? outcome : st.core->synced(upto, outcome);
+  if (!st_ok) {
+    log(log_level::error, "partition ", st.index,
+        ": journal sync failed, partition stopped: ", st_ok.err().to_string());
+    auto failed = std::move(st.awaiting_sync);
+    st.awaiting_sync.clear();
+    for (auto& [end, answers] : failed)
+      for (auto& a : answers)
+        a(st_ok.err());
+    publish(self);
+    return;
+  }
+  const lsn durable = st.core->durable_end();
+  std::vector<partition_replication::answer_fn> ready;
+  while (!st.awaiting_sync.empty() && st.awaiting_sync.front().first <= durable) {
+    for (auto& a : st.awaiting_sync.front().second)
+      ready.push_back(std::move(a));
+    st.awaiting_sync.pop_front();
+  }
+  publish(self);
+  if (!ready.empty())
+    st.repl.flushed(self, *st.core, std::move(ready));
+  redrive_ready(self);
+  retry_reads(self);
+  if (st.core->has_unsynced() || !st.awaiting_sync.empty())
+    start_sync(self);
 }
 
 void flush_now(partition_self self) {
@@ -201,12 +275,23 @@ void flush_now(partition_self self) {
   auto writes = std::move(st.writes);
   st.writes.clear();
   if (res) {
-    // Answered once on w copies (at once without replication).
+    // Answered once on w copies (at once without replication) and, when
+    // the batch waits for a sync on the sync threads (durability batch),
+    // once that sync is done.
     std::vector<partition_replication::answer_fn> answers;
     answers.reserve(writes.size());
     for (auto& w : writes)
       answers.emplace_back([w](std::optional<error> err) mutable { w.answer(std::move(err)); });
-    st.repl.flushed(self, *st.core, std::move(answers));
+    if (st.core->has_unsynced()) {
+      st.repl.flushed(self, *st.core, {}); // ships the batch to the replicas now
+      st.awaiting_sync.emplace_back(st.core->log_end(), std::move(answers));
+      if (st.syncer)
+        start_sync(self);
+      else
+        on_synced(self, 0, st.core->sync()); // no sync threads: here
+    } else {
+      st.repl.flushed(self, *st.core, std::move(answers));
+    }
   } else {
     for (auto& w : writes)
       w.answer(res.err());
@@ -356,7 +441,8 @@ void close_if_drained(partition_self self) {
   if (st.mode != partition_mode::draining || !st.core)
     return;
   bool past_deadline = std::chrono::steady_clock::now() >= st.drain_deadline;
-  if (!st.writes.empty() || st.core->has_staged()
+  if (!st.writes.empty() || st.core->has_staged() || st.core->has_unsynced()
+      || !st.awaiting_sync.empty() || st.sync_running
       || (st.core->prepared_count() != 0 && !past_deadline))
     return;
   for (auto& r : st.reads) {
@@ -598,8 +684,10 @@ void on_tick(partition_self self) {
 caf::behavior partition_fn(partition_self self,
                            std::shared_ptr<std::unique_ptr<partition_core>> box,
                            std::shared_ptr<std::atomic<std::uint64_t>> slot,
-                           partition_timers timers, bool replicated) {
+                           partition_timers timers, bool replicated,
+                           std::shared_ptr<background_syncer> syncer) {
   self->state.core = std::move(*box);
+  self->state.syncer = std::move(syncer);
   if (replicated)
     self->state.repl.start_following();
   self->state.repl.on_reopen([self](const std::string& dir) { return take_full_copy(self, dir); });
@@ -618,8 +706,10 @@ caf::behavior partition_fn(partition_self self,
     auto& st = self->state;
     if (st.core && st.core->has_staged())
       flush_now(self);
-    if (st.core) // durability periodic: what was acknowledged is synced now
-      (void)st.core->sync();
+    // Durability periodic: what was acknowledged is synced now; batch: the
+    // writes waiting for a sync are answered.
+    if (st.core)
+      on_synced(self, 0, st.core->sync());
     for (auto& r : st.reads)
       r.answer(part_read_resp{make_error(errc::unavailable, "node shutting down"), {}});
     st.reads.clear();
@@ -814,6 +904,11 @@ caf::behavior partition_fn(partition_self self,
       forward_deferred(self);
     },
     [self](timer_atom) { on_tick(self); },
+    [self](synced_atom, std::uint64_t upto, const std::string& failure) {
+      on_synced(self, upto,
+                failure.empty() ? status{} : status{make_error(errc::io_error, failure)});
+      close_if_drained(self);
+    },
     [self](expire_atom) {
       if (!self->state.core)
         return;
@@ -848,13 +943,22 @@ std::uint64_t partition_timers::checkpoint_every() const noexcept {
 
 caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
-                           bool detached,
+                           partition_placement placement,
                            std::shared_ptr<std::atomic<std::uint64_t>> board_slot,
-                           partition_timers timers, bool replicated) {
+                           partition_timers timers, bool replicated,
+                           std::shared_ptr<background_syncer> syncer) {
   auto box = std::make_shared<std::unique_ptr<partition_core>>(std::move(core));
-  if (!detached)
-    return sys.spawn(partition_fn, box, board_slot, timers, replicated);
-  return sys.spawn<caf::detached>(partition_fn, box, board_slot, timers, replicated);
+  switch (placement.where) {
+    case partition_placement::kind::shard: {
+      hosted_on scope{placement.unit};
+      return sys.spawn(partition_fn, box, board_slot, timers, replicated, syncer);
+    }
+    case partition_placement::kind::scheduler:
+      return sys.spawn(partition_fn, box, board_slot, timers, replicated, syncer);
+    case partition_placement::kind::detached:
+      break;
+  }
+  return sys.spawn<caf::detached>(partition_fn, box, board_slot, timers, replicated, syncer);
 }
 
 } // namespace tally

@@ -18,8 +18,10 @@
 // The tick period is at most 1 s: CAF keeps an actor_system alive until a
 // pending delayed message fires, so a short tick bounds the shutdown delay.
 //
-// The actor is spawned detached (its own thread): an fsync blocks only this
-// partition, never a scheduler worker (docs/NODE.md, "Threading and disk").
+// The actor runs on a shard thread of the client server (actors/shard_host.hpp:
+// a request read by the shard that hosts its partition is served on the same
+// thread), on a thread of its own, or on CAF's scheduler (docs/NODE.md,
+// "Threading and disk I/O").
 // Group commit: handlers stage records and send `flush` to themselves, which
 // runs after every message already queued, so one append + sync covers all
 // the work that arrived meanwhile. In durability `full` each commit is
@@ -35,10 +37,12 @@
 namespace caf {
 class actor;
 class actor_system;
+class execution_unit;
 } // namespace caf
 
 namespace tally {
 
+class background_syncer;
 class partition_core;
 
 /// The partition's periodic work; 0 turns an item off (both off: no timer,
@@ -68,8 +72,27 @@ struct partition_timers {
   std::uint64_t ticks_per(std::chrono::milliseconds interval) const noexcept;
 };
 
-/// Spawns the partition actor owning `core`: detached (own thread, the
-/// default) or on the shared scheduler (kept for measurements only).
+/// Where a partition actor runs (tallyd --partition-threads).
+struct partition_placement {
+  enum class kind {
+    shard,     // on a shard thread of the client server (the default)
+    detached,  // a thread of its own
+    scheduler, // CAF's scheduler workers (measurements only)
+  };
+  kind where = kind::detached;
+  std::shared_ptr<caf::execution_unit> unit; // kind::shard: the shard's unit
+
+  static partition_placement on_shard(std::shared_ptr<caf::execution_unit> u) noexcept {
+    return {kind::shard, std::move(u)};
+  }
+  static partition_placement detached() noexcept { return {kind::detached, nullptr}; }
+  static partition_placement scheduler() noexcept { return {kind::scheduler, nullptr}; }
+};
+
+/// Spawns the partition actor owning `core` where `placement` says
+/// (actors/shard_host.hpp for shard threads). `syncer`: the node's sync
+/// threads, for a core opened with partition_options::sync_elsewhere (null:
+/// its syncs run on the partition's own thread).
 /// `replicated`: the ring keeps several copies of each partition; the copy
 /// starts as a replica that serves no client until the membership makes it
 /// primary (actors/partition_replication.hpp).
@@ -78,9 +101,10 @@ struct partition_timers {
 /// thread even when the node is torn down after a failed start.
 caf::actor spawn_partition(caf::actor_system& sys,
                            std::unique_ptr<partition_core> core,
-                           bool detached = true,
+                           partition_placement placement = partition_placement::detached(),
                            std::shared_ptr<std::atomic<std::uint64_t>> board_slot = nullptr,
                            partition_timers timers = {},
-                           bool replicated = false);
+                           bool replicated = false,
+                           std::shared_ptr<background_syncer> syncer = nullptr);
 
 } // namespace tally

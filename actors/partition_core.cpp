@@ -712,8 +712,9 @@ status partition_core::flush() {
   // of the batch applied: fail that batch's transactions and keep serving.
   if (!range && range.err().code() != errc::io_error && !log_->stopped())
     return fail_batch(range.err());
+  const bool deferred = opts_.sync_elsewhere && log_->mode() == durability::batch;
   status synced;
-  if (range && log_->mode() == durability::batch)
+  if (range && log_->mode() == durability::batch && !opts_.sync_elsewhere)
     synced = log_->sync();
   if (!range || !synced) {
     failed_ = range ? synced.err() : range.err();
@@ -721,15 +722,61 @@ status partition_core::flush() {
     staged_refs_.clear();
     return *failed_;
   }
-  apply_appended(range->first);
+  if (!deferred) {
+    apply_appended(range->first);
+    return {};
+  }
+  // Durability batch, synced elsewhere: the batch applies once a sync
+  // covers it (synced()); its commits stay in the prepared set until then,
+  // so no read sees them before they are durable. The replicas may have
+  // it at once.
+  if (opts_.keep_flushed)
+    flushed_.push_back(replication_batch{range->first, staged_});
+  unsynced_.push_back(appended_batch{range->first, std::move(staged_), std::move(staged_refs_)});
+  staged_.clear();
+  staged_refs_.clear();
   return {};
 }
 
+std::optional<journal::sync_job> partition_core::sync_job() const {
+  if (failed_ || !opts_.sync_elsewhere)
+    return std::nullopt;
+  return log_->background_sync();
+}
+
+status partition_core::synced(lsn upto, const status& outcome) {
+  if (failed_)
+    return *failed_;
+  if (auto st = log_->synced(upto, outcome); !st) {
+    failed_ = st.err();
+    return st;
+  }
+  apply_synced(log_->durable_lsn());
+  return {};
+}
+
+void partition_core::apply_synced(lsn upto) {
+  while (!unsynced_.empty()
+         && unsynced_.front().first + unsynced_.front().records.size() <= upto + 1) {
+    apply_batch(unsynced_.front());
+    unsynced_.pop_front();
+  }
+}
+
 void partition_core::apply_appended(lsn first) {
-  lsn at = first;
-  for (std::size_t r = 0; r < staged_.size(); ++r, ++at) {
-    const auto& ref = staged_refs_[r];
-    auto& rec = staged_[r];
+  appended_batch b{first, std::move(staged_), std::move(staged_refs_)};
+  staged_.clear();
+  staged_refs_.clear();
+  apply_batch(b);
+  if (opts_.keep_flushed)
+    flushed_.push_back(replication_batch{first, std::move(b.records)});
+}
+
+void partition_core::apply_batch(const appended_batch& b) {
+  lsn at = b.first;
+  for (std::size_t r = 0; r < b.records.size(); ++r, ++at) {
+    const auto& ref = b.refs[r];
+    auto& rec = b.records[r];
     if (std::holds_alternative<update_record>(rec)) {
       auto i = prepared_.find(ref.tx);
       if (i != prepared_.end())
@@ -768,10 +815,6 @@ void partition_core::apply_appended(lsn first) {
       wake_waiting_for(ref.tx);
     }
   }
-  if (opts_.keep_flushed)
-    flushed_.push_back(replication_batch{first, std::move(staged_)});
-  staged_.clear();
-  staged_refs_.clear();
 }
 
 std::vector<replication_batch> partition_core::take_flushed() {
@@ -931,8 +974,11 @@ status partition_core::sync() {
   if (failed_)
     return *failed_;
   auto st = log_->sync();
-  if (!st)
+  if (!st) {
     failed_ = st.err();
+    return st;
+  }
+  apply_synced(log_->durable_lsn());
   return st;
 }
 

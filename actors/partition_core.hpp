@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -126,6 +127,11 @@ struct partition_options {
   /// Replication (docs/REPLICATION.md): flush() keeps every batch it
   /// appended for take_flushed(), which the primary ships to its replicas.
   bool keep_flushed = false;
+  /// Durability batch and periodic: flush() never syncs; the owner runs
+  /// the journal's sync on another thread (sync_job(), then synced()).
+  /// In mode batch an appended batch is applied (its commits visible,
+  /// answered by the owner) only once synced() reports a sync covering it.
+  bool sync_elsewhere = false;
 };
 
 /// What checkpoint() did.
@@ -313,8 +319,25 @@ public:
 
   /// Makes every appended record durable (mode periodic: the actor's timer
   /// calls it; batch and full are durable after flush() already). A failed
-  /// sync stops the partition like a failed flush.
+  /// sync stops the partition like a failed flush. With
+  /// options.sync_elsewhere it also applies every batch waiting for it.
   status sync();
+
+  /// options.sync_elsewhere: the sync that makes everything appended so
+  /// far durable, to run on another thread (journal::sync_job); nullopt
+  /// when everything is durable, the mode has no syncs, or the partition
+  /// is stopped.
+  std::optional<journal::sync_job> sync_job() const;
+  /// The outcome of a sync_job's sync up to `upto`: in mode batch, every
+  /// batch it covers is applied now (commits into the cache, the FBFs and
+  /// `opids`, out of the prepared set). A failed sync stops the partition
+  /// (the batches waiting for it are never applied) and is returned.
+  status synced(lsn upto, const status& outcome);
+  /// Batches appended but waiting for a sync before they apply (mode batch
+  /// with options.sync_elsewhere).
+  bool has_unsynced() const noexcept { return !unsynced_.empty(); }
+  /// The journal's end LSN (exclusive) that is durable.
+  lsn durable_end() const noexcept { return log_->durable_lsn() + 1; }
 
   // ---- replication (docs/REPLICATION.md, "Log shipping") ----------------
 
@@ -476,10 +499,20 @@ private:
   void drop_prepared(const tx_id& tx);
   // flush() after an append error that left the journal usable.
   status fail_batch(const error& cause);
+  // A batch appended at LSNs from `first` on.
+  struct appended_batch {
+    lsn first = 0;
+    std::vector<journal_record> records;
+    std::vector<staged_ref> refs;
+  };
   // After the staged batch was appended at LSNs from `first` on: routes the
   // update LSNs, applies the commits, clears the stage (kept for
   // take_flushed() when options.keep_flushed).
   void apply_appended(lsn first);
+  // The same for one appended batch.
+  void apply_batch(const appended_batch& b);
+  // Applies the waiting batches (unsynced_) that end at or below `upto`.
+  void apply_synced(lsn upto);
   // Stages one record received from the primary (apply_replicated).
   status stage_replicated(const journal_record& r);
 
@@ -510,6 +543,9 @@ private:
   std::vector<tx_id> ready_;
   std::vector<journal_record> staged_;
   std::vector<staged_ref> staged_refs_;
+  // Mode batch with options.sync_elsewhere: appended batches waiting for
+  // the sync that covers them, oldest first.
+  std::deque<appended_batch> unsynced_;
   std::vector<undecided_prepare> undecided_;
   std::uint64_t dismissed_ = 0;
   std::uint64_t fbf_false_positives_ = 0;

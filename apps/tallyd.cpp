@@ -106,7 +106,11 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --max-pending-output BYTES
                           reply bytes a client has not read before the
                           node stops reading it (default 4194304)
-  --io-threads N          client I/O threads (default 2)
+  --io-threads N          shard threads: client I/O and, by default, the
+                          partitions, dealt out among them (default 2)
+  --sync-threads N        threads that sync the journals of partitions on
+                          shard threads (durability batch, periodic;
+                          default 16)
   --max-request-memory BYTES
                           bytes of client requests the node holds at once,
                           all connections together: each frame is charged
@@ -160,9 +164,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --fbf-target-fpp P      FBF adaptive resizing target false-positive
                           probability, in [0, 1); 0 = not adaptive
                           (default 0.001)
-  --partition-threads T   detached (default: a thread each) | scheduler
-                          (the scheduler's two threads: more peak
-                          throughput, worse tail latency; docs/NODE.md)
+  --partition-threads T   shards (default: on the --io-threads threads, a
+                          request served on the thread that read it) |
+                          detached (a thread each) | scheduler (CAF's two
+                          threads); docs/NODE.md, "Threading and disk I/O"
   --scheduler-policy P    stealing (default) | sharing
   --log-level LEVEL       debug | info | warn | error (default info)
   --config FILE           key=value lines with the option names above
@@ -310,6 +315,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_tx_updates = parse_positive(key, v, 1u << 30);
   } else if (key == "io-threads") {
     cfg.io_threads = parse_positive(key, v, 64);
+  } else if (key == "sync-threads") {
+    cfg.sync_threads = parse_positive(key, v, 64);
   } else if (key == "max-clock-skew-ms") {
     cfg.limits.requests.max_clock_skew_us =
       parse_uint(key, v, 86400000) * 1000;
@@ -353,12 +360,14 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
                      + "'"};
     cfg.fbf_target_fpp = p;
   } else if (key == "partition-threads") {
-    if (v == "detached")
-      cfg.detached_partitions = true;
+    if (v == "shards")
+      cfg.partition_threads = partition_threading::shards;
+    else if (v == "detached")
+      cfg.partition_threads = partition_threading::detached;
     else if (v == "scheduler")
-      cfg.detached_partitions = false;
+      cfg.partition_threads = partition_threading::scheduler;
     else
-      throw bad_flag{"--partition-threads is detached or scheduler"};
+      throw bad_flag{"--partition-threads is shards, detached or scheduler"};
   } else if (key == "scheduler-policy") {
     if (v != "sharing" && v != "stealing")
       throw bad_flag{"--scheduler-policy is sharing or stealing"};

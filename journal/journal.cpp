@@ -582,6 +582,29 @@ status journal::sync() {
   return {};
 }
 
+std::optional<journal::sync_job> journal::background_sync() const {
+  if (stopped_ || (mode_ != durability::batch && mode_ != durability::periodic)
+      || durable_ + 1 >= next_ || !env_->sync_from_any_thread())
+    return std::nullopt;
+  return sync_job{next_ - 1, env_};
+}
+
+status journal::synced(lsn upto, const status& outcome) {
+  if (stopped_)
+    return stopped_error();
+  if (!outcome) {
+    stopped_ = make_error(
+      errc::io_error,
+      "journal at " + env_->path() + " stopped after a failed sync at LSN "
+        + std::to_string(upto) + " (" + outcome.err().to_string()
+        + "); it refuses writes until reopened, because the log's state on "
+          "disk is unknown");
+    return *stopped_;
+  }
+  durable_ = std::max(durable_, std::min(upto, next_ - 1));
+  return {};
+}
+
 status journal::apply_checkpoint(
   const truncation_plan& plan,
   const std::function<status(storage_txn&)>& writes) {

@@ -247,6 +247,22 @@ public:
   /// which the journal is stopped.
   status sync();
 
+  /// The same sync, run on another thread so that the owner's thread never
+  /// waits for the disk (docs/NODE.md, "Threading and disk I/O"): `env`'s
+  /// sync() (storage_env::sync_from_any_thread) makes every append up to
+  /// `upto` durable; the owner then reports its outcome with synced().
+  struct sync_job {
+    lsn upto = 0;
+    std::shared_ptr<storage_env> env;
+  };
+  /// The sync that would make everything appended so far durable; nullopt
+  /// when there is nothing to sync (mode full or none, all durable, the
+  /// journal stopped) or the store cannot be synced from another thread.
+  std::optional<sync_job> background_sync() const;
+  /// The outcome of a background sync up to `upto`: durable_lsn() rises to
+  /// it, or (a failed sync) the journal stops, as sync() would.
+  status synced(lsn upto, const status& outcome);
+
   /// The committed effects of `key` whose commit LSN is > `after_lsn`, in
   /// commit order (commit LSN, then update LSN), through the index: reads
   /// only this key's records (seed 2.3). Effects folded into the checkpoint

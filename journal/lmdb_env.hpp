@@ -74,6 +74,8 @@ public:
 
   expected<std::unique_ptr<storage_txn>> begin(bool write) override;
   status sync() override;
+  /// mdb_env_sync is an fdatasync of the data file: any thread, any time.
+  bool sync_from_any_thread() const noexcept override { return true; }
   expected<env_stats> stats() override;
   const std::string& path() const noexcept override { return path_; }
   /// mdb_env_copy2 with compaction: a consistent copy while writes go on.

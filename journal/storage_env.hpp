@@ -146,8 +146,14 @@ public:
   /// transactions see the state at begin. errc::unavailable after crash()
   /// (fault_env) or when LMDB's reader table is full.
   virtual expected<std::unique_ptr<storage_txn>> begin(bool write) = 0;
-  /// Flushes every lazily committed transaction to stable storage.
+  /// Flushes every lazily committed transaction to stable storage. May
+  /// run on another thread than the owner's, concurrently with its
+  /// transactions, where sync_from_any_thread() says so (the journal's
+  /// background sync: journal::sync_job).
   virtual status sync() = 0;
+  /// True when sync() may run on another thread, while the owner writes:
+  /// then it covers at least every transaction committed before it began.
+  virtual bool sync_from_any_thread() const noexcept { return false; }
   virtual expected<env_stats> stats() = 0;
   /// The environment's directory.
   virtual const std::string& path() const noexcept = 0;

@@ -56,7 +56,7 @@ struct fixture {
       auto core = partition_core::open(o);
       BOOST_REQUIRE(core);
       partitions.push_back(spawn_partition(
-        sys, std::move(*core), false, board_slot(ctx->board, i)));
+        sys, std::move(*core), partition_placement::scheduler(), board_slot(ctx->board, i)));
     }
     ctx->routes->store(local_routes(partitions, ctx->owner));
     gateway = make_client_gateway(sys, ctx);
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(partition_timer_advances_fbfs_and_checkpoints_without_reque
   timers.checkpoint_interval = 200ms;
   BOOST_TEST(timers.tick().count() == 100);
   BOOST_TEST(timers.checkpoint_every() == 2u);
-  auto part = spawn_partition(sys, std::move(core), false, nullptr, timers);
+  auto part = spawn_partition(sys, std::move(core), partition_placement::scheduler(), nullptr, timers);
   self->monitor(part);
   sched.run();
   BOOST_REQUIRE(raw->fbf("b"));
@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(parked_reads_are_bounded_in_count) {
   BOOST_REQUIRE(core);
   partition_timers timers;
   timers.max_parked_reads = 2;
-  auto part = spawn_partition(sys, std::move(*core), false, nullptr, timers);
+  auto part = spawn_partition(sys, std::move(*core), partition_placement::scheduler(), nullptr, timers);
   std::vector<std::optional<part_read_resp>> got(3);
   for (std::size_t i = 0; i < 3; ++i) {
     part_read_call call;

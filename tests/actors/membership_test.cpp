@@ -74,7 +74,7 @@ BOOST_AUTO_TEST_CASE(transactions_prepared_long_ago_are_committed_or_aborted_wit
     auto board = std::make_shared<safe_board>(2);
     std::vector<caf::actor> local;
     for (std::uint32_t i = 0; i < 2; ++i)
-      local.push_back(spawn_partition(sys, std::move(cores[i]), true, board_slot(board, i)));
+      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(), board_slot(board, i)));
     auto ring = ring_state::create("tally@127.0.0.1:1", 2, 1);
     BOOST_REQUIRE(ring);
     membership_config mc;

@@ -1,0 +1,185 @@
+// partition_core with options.sync_elsewhere (the partitions on the shard
+// threads: journal syncs run on the node's sync threads,
+// journal/background_syncer.hpp). Durability batch: an appended batch is
+// invisible and unapplied until a sync covering it is reported; batches
+// appended meanwhile wait for the next sync; a failed sync stops the
+// partition and applies nothing. Periodic: flush applies at once and the
+// sync only moves the durable LSN. The syncs run on a real sync thread.
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <future>
+#include <random>
+
+#include "actors/partition_core.hpp"
+#include "journal/background_syncer.hpp"
+
+using namespace tally;
+
+namespace {
+
+struct fixture {
+  std::filesystem::path dir;
+  std::uint64_t now = 1'000'000;
+  background_syncer syncer{2};
+
+  fixture() {
+    std::random_device rd;
+    dir = std::filesystem::temp_directory_path()
+          / ("tally-sync-elsewhere-" + std::to_string(rd()));
+    std::filesystem::remove_all(dir);
+  }
+  ~fixture() { std::filesystem::remove_all(dir); }
+
+  std::unique_ptr<partition_core> open(durability mode) {
+    partition_options o;
+    o.index = 1;
+    o.path = dir.string();
+    o.mode = mode;
+    o.sync_elsewhere = true;
+    o.now_us = [this] { return now; };
+    auto c = partition_core::open(std::move(o));
+    BOOST_REQUIRE_MESSAGE(c, (c ? "" : c.err().to_string()));
+    return std::move(*c);
+  }
+
+  // Runs `job` on the sync threads and waits for its outcome.
+  status run(const journal::sync_job& job) {
+    std::promise<status> done;
+    auto f = done.get_future();
+    syncer.run(job.env, [&done](status s) { done.set_value(std::move(s)); });
+    return f.get();
+  }
+};
+
+object_key key(const char* k) { return {"b", k}; }
+
+tx_update inc(const char* k, std::int64_t d, std::optional<op_id> id = {}) {
+  return tx_update{key(k), crdt_type::counter, counter_effect{d}, id};
+}
+
+std::int64_t value_at(partition_core& c, const char* k, std::uint64_t t) {
+  auto v = c.read(key(k), crdt_type::counter, vector_clock{{local_dc, t}}, {});
+  BOOST_REQUIRE_MESSAGE(v, (v ? "" : v.err().to_string()));
+  return std::get<std::int64_t>(*v);
+}
+
+// A one-step commit, flushed; returns its commit time.
+std::uint64_t commit1(partition_core& c, tx_id tx, std::vector<tx_update> ups) {
+  auto p = c.stage_prepare(tx, std::move(ups), 0, false);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c.stage_commit(tx, p->prepare_time));
+  BOOST_REQUIRE(c.flush());
+  return p->prepare_time;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(partition_sync_elsewhere_tests, fixture)
+
+BOOST_AUTO_TEST_CASE(batch_commits_stay_invisible_until_the_sync_that_covers_them) {
+  auto c = open(durability::batch);
+  auto t = commit1(*c, {1, 1}, {inc("x", 5, op_id{7, 1})});
+  now += 1000;
+  // Appended, not durable: still prepared, the safe time below it.
+  BOOST_CHECK(c->has_unsynced());
+  BOOST_CHECK_EQUAL(c->prepared_count(), 1u);
+  BOOST_CHECK_LT(c->safe_time(), t);
+  BOOST_CHECK_EQUAL(c->durable_end(), 1u);
+  // A retry of its op id meanwhile waits for it (in flight), never applies.
+  auto retry = c->stage_prepare({1, 2}, {inc("x", 5, op_id{7, 1})}, 0, false);
+  BOOST_REQUIRE(retry);
+  BOOST_CHECK(retry->blocked_by.has_value());
+  auto job = c->sync_job();
+  BOOST_REQUIRE(job);
+  BOOST_CHECK_EQUAL(job->upto, c->log_end() - 1);
+  BOOST_REQUIRE(c->synced(job->upto, run(*job)));
+  BOOST_CHECK(!c->has_unsynced());
+  BOOST_CHECK_EQUAL(c->prepared_count(), 0u);
+  BOOST_CHECK_GE(c->safe_time(), t);
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t), 5);
+  BOOST_CHECK_EQUAL(c->durable_end(), c->log_end());
+  BOOST_CHECK(!c->sync_job()); // nothing left to sync
+  // The waiting retry is ready now, and a duplicate.
+  auto ready = c->take_ready();
+  BOOST_REQUIRE_EQUAL(ready.size(), 1u);
+  auto resumed = c->resume_prepare(ready[0]);
+  BOOST_REQUIRE(resumed);
+  BOOST_CHECK_EQUAL(resumed->dismissed, 1u);
+}
+
+BOOST_AUTO_TEST_CASE(batches_appended_during_a_sync_wait_for_the_next_one) {
+  auto c = open(durability::batch);
+  auto t1 = commit1(*c, {1, 1}, {inc("x", 1)});
+  auto job1 = c->sync_job();
+  BOOST_REQUIRE(job1);
+  now += 10;
+  auto t2 = commit1(*c, {1, 2}, {inc("x", 2)}); // while job1 would run
+  now += 1000;
+  BOOST_REQUIRE(c->synced(job1->upto, run(*job1)));
+  BOOST_CHECK(c->has_unsynced()); // the second batch
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t1), 1);
+  BOOST_CHECK_LT(c->safe_time(), t2);
+  auto job2 = c->sync_job();
+  BOOST_REQUIRE(job2);
+  BOOST_CHECK_GT(job2->upto, job1->upto);
+  BOOST_REQUIRE(c->synced(job2->upto, run(*job2)));
+  BOOST_CHECK(!c->has_unsynced());
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t2), 3);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_sync_stops_the_partition_and_applies_nothing) {
+  auto c = open(durability::batch);
+  auto t = commit1(*c, {1, 1}, {inc("x", 4)});
+  auto job = c->sync_job();
+  BOOST_REQUIRE(job);
+  auto st = c->synced(job->upto, make_error(errc::io_error, "fdatasync: EIO"));
+  BOOST_CHECK(!st);
+  BOOST_CHECK(c->stopped());
+  BOOST_CHECK_EQUAL(c->prepared_count(), 1u); // never applied
+  BOOST_CHECK_LT(c->safe_time(), t);
+  BOOST_CHECK(!c->sync_job());
+  // Every later write is refused (fail-stop).
+  auto p = c->stage_prepare({1, 2}, {inc("y", 1)}, 0, false);
+  bool refused = !p || !c->stage_commit({1, 2}, p->prepare_time) || !c->flush();
+  BOOST_CHECK(refused);
+}
+
+BOOST_AUTO_TEST_CASE(a_sync_on_the_partitions_own_thread_applies_what_waits) {
+  // The shutdown path (and a partition without sync threads): sync() here.
+  auto c = open(durability::batch);
+  auto t = commit1(*c, {1, 1}, {inc("x", 6)});
+  BOOST_REQUIRE(c->sync());
+  BOOST_CHECK(!c->has_unsynced());
+  now += 1000;
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t), 6);
+}
+
+BOOST_AUTO_TEST_CASE(periodic_commits_apply_at_once_and_the_sync_moves_the_durable_end) {
+  auto c = open(durability::periodic);
+  auto t = commit1(*c, {1, 1}, {inc("x", 3)});
+  now += 1000;
+  BOOST_CHECK(!c->has_unsynced());
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t), 3);
+  BOOST_CHECK_LT(c->durable_end(), c->log_end());
+  auto job = c->sync_job();
+  BOOST_REQUIRE(job);
+  BOOST_REQUIRE(c->synced(job->upto, run(*job)));
+  BOOST_CHECK_EQUAL(c->durable_end(), c->log_end());
+}
+
+BOOST_AUTO_TEST_CASE(a_reopened_journal_holds_every_synced_commit) {
+  std::uint64_t t = 0;
+  {
+    auto c = open(durability::batch);
+    t = commit1(*c, {1, 1}, {inc("x", 9)});
+    auto job = c->sync_job();
+    BOOST_REQUIRE(job);
+    BOOST_REQUIRE(c->synced(job->upto, run(*job)));
+  }
+  auto c = open(durability::batch);
+  now += 1000;
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t), 9);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
