@@ -60,7 +60,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 echo "sanitize: $mode build in $build"
 mkdir -p "$build"
 nice cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=g++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_JEMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags $cxx_only" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
   -DCMAKE_SHARED_LINKER_FLAGS="$flags" "${launcher[@]}" >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }

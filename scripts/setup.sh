@@ -17,6 +17,7 @@ packages=(
   libcaf-dev        # C++ Actor Framework 0.17.6 (its OpenSSL module: TLS node links)
   libssl-dev        # OpenSSL 3.0 headers for CAF's OpenSSL module
   liblmdb-dev       # LMDB 0.9.24
+  libjemalloc-dev   # jemalloc 5.3 (tallyd's allocator)
   libcereal-dev     # Cereal 1.3.2 (header-only)
   libboost-test-dev # Boost.Test 1.74
   libprotobuf-dev protobuf-compiler # Protocol Buffers 3.21.12 (client protocol)
