@@ -11,6 +11,7 @@
 #   DURATION=5 ROUNDS=1 bench/compare_redis.sh
 #   PAIRS="periodic:everysec" WORKLOADS="static" bench/compare_redis.sh
 #   BUILD_DIR=/tmp/build bench/compare_redis.sh
+#   TALLYD_ARGS="--io-threads 1" bench/compare_redis.sh   # extra tallyd flags
 #
 # PAIRS: tallyd --durability : redis appendfsync, like for like:
 #   periodic:everysec  acknowledged before the sync, synced every second
@@ -26,6 +27,7 @@ WARMUP=${WARMUP:-2}
 ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-bench-results/load}
 PAIRS=${PAIRS:-"periodic:everysec batch:always"}
+TALLYD_ARGS=${TALLYD_ARGS:-}
 WORKLOADS=${WORKLOADS:-"static pipelined interactive multi"}
 
 command -v redis-server >/dev/null || {
@@ -69,7 +71,7 @@ start_servers() { # $1 tally durability, $2 redis appendfsync
   tally_port=$(free_port)
   redis_port=$(free_port)
   "$BUILD_DIR/bin/tallyd" --port "$tally_port" --data-dir "$tmp/tally" \
-    --durability "$1" --log-level warn >"$tmp/tallyd.log" 2>&1 &
+    --durability "$1" --log-level warn $TALLYD_ARGS >"$tmp/tallyd.log" 2>&1 &
   tallyd_pid=$!
   redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$tmp/redis" \
     --appendonly yes --appendfsync "$2" --save '' --daemonize no \
