@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -653,6 +654,10 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       " ms; FBF tick ", timers.fbf_tick.count(), " ms, adaptive ",
       cfg.fbf_target_fpp > 0.0 ? "on" : "off");
   return self;
+}
+
+std::size_t node_config::default_io_threads() noexcept {
+  return std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
 }
 
 void node::stop() {

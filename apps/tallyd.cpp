@@ -107,7 +107,8 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           reply bytes a client has not read before the
                           node stops reading it (default 4194304)
   --io-threads N          shard threads: client I/O and, by default, the
-                          partitions, dealt out among them (default 2)
+                          partitions, dealt out among them (default: half
+                          the cores, at least 1)
   --sync-threads N        threads that sync the journals of partitions on
                           shard threads (durability batch, periodic;
                           default 16)

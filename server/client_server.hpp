@@ -61,8 +61,8 @@ struct server_options {
   /// tls.cert and tls.key; tls.client_ca requires client certificates.
   std::optional<std::uint16_t> tls_port;
   tls_server_files tls;
-  /// I/O threads (--io-threads). Default 2: on this 2-core machine two
-  /// shards measured faster than one (docs/PERFORMANCE.md).
+  /// Shard threads (tallyd --io-threads; node_config::io_threads decides
+  /// the node's default).
   std::size_t threads = 2;
   std::uint32_t max_frame_size = default_max_request_frame_size;
   std::size_t max_connections = 1024;
