@@ -30,9 +30,11 @@
 #include "actors/node_links.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
+#include "actors/remote_calls.hpp"
 #include "actors/shard_host.hpp"
 #include "ring/partition.hpp"
 #include "server/client_server.hpp"
+#include "server/shard_inbox.hpp"
 
 namespace tally {
 
@@ -60,11 +62,22 @@ server_options server_options_of(const node_config& cfg, const std::string& admi
   return so;
 }
 
+// The shards' CAF units (actors/shard_host.hpp): where the partitions, and
+// the remote callers, run with --partition-threads shards; none otherwise.
+std::vector<std::shared_ptr<caf::execution_unit>>
+shard_units_of(caf::actor_system& sys, const node_config& cfg, const client_server& server) {
+  std::vector<std::shared_ptr<caf::execution_unit>> units;
+  if (cfg.partition_threads == partition_threading::shards)
+    for (std::size_t i = 0; i < server.shards(); ++i)
+      units.push_back(std::make_shared<shard_unit>(sys, server.tasks(i)));
+  return units;
+}
+
 // Where partition i's actor runs (--partition-threads): with `shards`,
-// on shard i mod n of `server` (partitions dealt out in turn, so that each
-// shard hosts as many and a key's shard is its partition's).
+// on shard i mod n (partitions dealt out in turn, so that each shard hosts
+// as many).
 std::function<partition_placement(std::uint32_t)>
-placement_of(caf::actor_system& sys, const node_config& cfg, const client_server& server) {
+placement_of(const node_config& cfg, std::vector<std::shared_ptr<caf::execution_unit>> units) {
   switch (cfg.partition_threads) {
     case partition_threading::detached:
       return [](std::uint32_t) { return partition_placement::detached(); };
@@ -73,9 +86,6 @@ placement_of(caf::actor_system& sys, const node_config& cfg, const client_server
     case partition_threading::shards:
       break;
   }
-  std::vector<std::shared_ptr<caf::execution_unit>> units;
-  for (std::size_t i = 0; i < server.shards(); ++i)
-    units.push_back(std::make_shared<shard_unit>(sys, server.tasks(i)));
   return [units](std::uint32_t p) {
     return partition_placement::on_shard(units[p % units.size()]);
   };
@@ -528,7 +538,18 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     return server.err();
   self->server_ = std::move(*server);
   self->sys_ = &sys;
-  auto place = placement_of(sys, cfg, *self->server_);
+  auto units = shard_units_of(sys, cfg, *self->server_);
+  auto place = placement_of(cfg, units);
+  {
+    std::vector<std::shared_ptr<shard_inbox>> inboxes;
+    for (std::size_t i = 0; i < units.size(); ++i)
+      inboxes.push_back(self->server_->tasks(i));
+    auto remote = std::make_shared<remote_callers>(sys, units, inboxes,
+                                                   cfg.limits.request_timeout);
+    for (const auto& a : remote->actors())
+      self->actors_.push_back(a);
+    ctx->remote = std::move(remote);
+  }
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
     auto i = core->index();

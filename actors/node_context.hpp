@@ -21,6 +21,8 @@
 
 namespace tally {
 
+class remote_callers;
+
 struct node_limits {
   /// Largest frame (code byte + body) a client may send.
   std::uint32_t max_frame_size = default_max_request_frame_size;
@@ -154,6 +156,9 @@ struct node_context {
   std::string admin_socket;      // where admin requests are accepted ("": nowhere)
   std::shared_ptr<safe_board> board;
   std::shared_ptr<coordinated_txs> coordinating = std::make_shared<coordinated_txs>();
+  /// How calls reach partitions on other nodes (actors/remote_calls.hpp);
+  /// null on a node that never routes away (unit tests).
+  std::shared_ptr<const remote_callers> remote;
 };
 
 } // namespace tally

@@ -681,6 +681,58 @@ void on_tick(partition_self self) {
   schedule_tick(self);
 }
 
+// The direct calls (messages.hpp, part_*_call: the client server's path,
+// local or through a remote caller): served like the requests, answered
+// through the call's function.
+void serve_call(partition_self self, part_read_call& call) {
+  auto& st = self->state;
+  if (st.mode != partition_mode::serving || !st.repl.serves_clients())
+    return via_mailbox(self, std::move(call.req), std::move(call.reply));
+  if (call.req.snapshot.get(local_dc) <= readable_time(self))
+    return call.reply(serve(*st.core, call.req));
+  if (auto full = parked_reads_full(self))
+    return call.reply(part_read_resp{*full, {}});
+  st.reads.push_back({std::move(call.req), {{}, std::move(call.reply)},
+                      std::chrono::steady_clock::now()});
+  retry_reads(self);
+}
+
+void serve_call(partition_self self, part_prepare_call& call) {
+  auto& st = self->state;
+  if (st.mode != partition_mode::serving || !st.repl.serves_clients())
+    return via_mailbox(self, part_prepare_atom::value, call.req, std::move(call.reply));
+  auto& req = call.req;
+  auto out = st.core->stage_prepare(req.tx, std::move(req.updates), req.snapshot_time,
+                                    req.two_phase);
+  admit_prepare(self, req.tx, req.two_phase, std::move(out),
+                prepare_reply{{}, std::move(call.reply)});
+}
+
+void serve_call(partition_self self, part_commit_call& call) {
+  auto& st = self->state;
+  if (st.mode != partition_mode::serving || !st.repl.serves_clients())
+    return via_mailbox(self, part_commit_atom::value, call.req, std::move(call.reply));
+  auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
+  if (!c)
+    return call.reply(part_ack{c.err()});
+  st.writes.push_back({true, {}, {}, {{}, std::move(call.reply)}});
+  schedule_flush(self);
+}
+
+// A remote call's request bytes decoded and served as a Call; `answer`
+// gets the encoded answer (or the decoding error's).
+template <class Call, class Resp, class Req, class Answer>
+void serve_remote(partition_self self, const std::string& bytes, Answer answer) {
+  auto req = decode_wire<Req>(bytes);
+  if (!req) {
+    Resp failed;
+    failed.err = req.err();
+    return answer(encode_wire(failed));
+  }
+  Call call{std::move(*req), [answer](Resp r) { answer(encode_wire(r)); }};
+  serve_call(self, call);
+}
+
 caf::behavior partition_fn(partition_self self,
                            std::shared_ptr<std::unique_ptr<partition_core>> box,
                            std::shared_ptr<std::atomic<std::uint64_t>> slot,
@@ -821,39 +873,25 @@ caf::behavior partition_fn(partition_self self,
     },
     // The client server's direct path (messages.hpp, part_read_call): the
     // same as the request above, answered through the call's function.
-    [self](part_read_atom, part_read_call& call) {
-      auto& st = self->state;
-      if (st.mode != partition_mode::serving || !st.repl.serves_clients())
-        return via_mailbox(self, std::move(call.req), std::move(call.reply));
-      if (call.req.snapshot.get(local_dc) <= readable_time(self))
-        return call.reply(serve(*st.core, call.req));
-      if (auto full = parked_reads_full(self))
-        return call.reply(part_read_resp{*full, {}});
-      st.reads.push_back({std::move(call.req), {{}, std::move(call.reply)},
-                          std::chrono::steady_clock::now()});
-      retry_reads(self);
-    },
-    [self](part_prepare_atom, part_prepare_call& call) {
-      auto& st = self->state;
-      if (st.mode != partition_mode::serving || !st.repl.serves_clients())
-        return via_mailbox(self, part_prepare_atom::value, call.req,
-                           std::move(call.reply));
-      auto& req = call.req;
-      auto out = st.core->stage_prepare(req.tx, std::move(req.updates),
-                                        req.snapshot_time, req.two_phase);
-      admit_prepare(self, req.tx, req.two_phase, std::move(out),
-                    prepare_reply{{}, std::move(call.reply)});
-    },
-    [self](part_commit_atom, part_commit_call& call) {
-      auto& st = self->state;
-      if (st.mode != partition_mode::serving || !st.repl.serves_clients())
-        return via_mailbox(self, part_commit_atom::value, call.req,
-                           std::move(call.reply));
-      auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
-      if (!c)
-        return call.reply(part_ack{c.err()});
-      st.writes.push_back({true, {}, {}, {{}, std::move(call.reply)}});
-      schedule_flush(self);
+    [self](part_read_atom, part_read_call& call) { serve_call(self, call); },
+    [self](part_prepare_atom, part_prepare_call& call) { serve_call(self, call); },
+    [self](part_commit_atom, part_commit_call& call) { serve_call(self, call); },
+    // A call from another node's shard (actors/remote_calls.hpp): served as
+    // the calls above, its answer sent back to the caller as a message.
+    [self](p_call_atom, std::uint64_t id, caf::atom_value kind, std::string& bytes) {
+      auto caller = caf::actor_cast<caf::actor>(self->current_sender());
+      auto answer = [caller, id](std::string out) {
+        caf::anon_send(caller, p_reply_atom::value, id, std::move(out));
+      };
+      if (kind == part_read_atom::value)
+        return serve_remote<part_read_call, part_read_resp, part_read_req>(self, bytes, answer);
+      if (kind == part_prepare_atom::value)
+        return serve_remote<part_prepare_call, part_time_resp, part_prepare_req>(self, bytes,
+                                                                               answer);
+      if (kind == part_commit_atom::value)
+        return serve_remote<part_commit_call, part_ack, part_commit_req>(self, bytes, answer);
+      answer(error_reply_bytes(kind, make_error(errc::invalid_argument,
+                                                "unknown partition call " + to_string(kind))));
     },
     [self](flush_atom) {
       if (!self->state.core)

@@ -9,7 +9,7 @@
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "actors/node_context.hpp"
-#include "actors/spawn_helper.hpp"
+#include "actors/remote_calls.hpp"
 #include "actors/wire.hpp"
 
 namespace tally {
@@ -36,33 +36,28 @@ Resp failed(error err) {
   return r;
 }
 
-// A request to a remote partition, asked by a short-lived actor.
+// A request to a remote partition, through the node's remote callers
+// (actors/remote_calls.hpp): no actor spawned, no timer armed.
 template <class Resp, class Atom>
-void remote_call(caf::actor_system& sys, caf::actor target,
-                 std::chrono::milliseconds timeout, Atom kind, std::string bytes,
-                 std::function<void(Resp)> done) {
-  spawn_self_only(sys, [target, timeout, kind, bytes = std::move(bytes),
-             done = std::move(done)](caf::event_based_actor* self) {
-    self->request(target, timeout, kind, bytes)
-      .then(
-        [done](std::string& reply) {
-          auto r = decode_wire<Resp>(reply);
-          done(r ? std::move(*r) : failed<Resp>(r.err()));
-        },
-        [done](caf::error& e) {
-          done(failed<Resp>(
-            e == caf::sec::request_timeout
-              ? make_error(errc::timeout, "a partition did not answer in time")
-              : make_error(errc::unavailable, "a partition is unavailable (its node "
-                                              "is stopping or unreachable); retry")));
-        });
-  });
+void remote_call(const node_context& ctx, const caf::actor& target, Atom kind,
+                 std::string bytes, std::function<void(Resp)> done) {
+  if (!ctx.remote)
+    return done(failed<Resp>(make_error(errc::unavailable,
+                                        "this node has no remote callers to reach a "
+                                        "partition on another node")));
+  ctx.remote->call(target, kind, std::move(bytes),
+                   [done = std::move(done)](expected<std::string> reply) {
+                     if (!reply)
+                       return done(failed<Resp>(reply.err()));
+                     auto r = decode_wire<Resp>(*reply);
+                     done(r ? std::move(*r) : failed<Resp>(r.err()));
+                   });
 }
 
 // One call to partition `p`: a local actor by anon_send of `Call`, a
-// remote one through a requester; `done` gets the answer or why none came.
+// remote one through the remote callers; `done` gets the answer or why none came.
 template <class Call, class Resp, class Atom, class Req>
-void call_partition(caf::actor_system& sys, const node_context& ctx, std::uint32_t p,
+void call_partition(caf::actor_system& /*sys*/, const node_context& ctx, std::uint32_t p,
                     Atom kind, Req req, std::function<void(Resp)> done) {
   auto table = ctx.routes->load();
   auto r = route_for(*table, p);
@@ -70,8 +65,7 @@ void call_partition(caf::actor_system& sys, const node_context& ctx, std::uint32
     return done(failed<Resp>(r.err()));
   if ((*r)->node == ctx.owner)
     return caf::anon_send((*r)->handle, kind, Call{std::move(req), std::move(done)});
-  remote_call<Resp>(sys, (*r)->handle, ctx.limits.request_timeout, kind,
-                    encode_wire(req), std::move(done));
+  remote_call<Resp>(ctx, (*r)->handle, kind, encode_wire(req), std::move(done));
 }
 
 } // namespace
