@@ -53,6 +53,7 @@ server_options server_options_of(const node_config& cfg, const std::string& admi
   so.max_connections = cfg.limits.max_connections;
   so.max_in_flight = cfg.limits.max_in_flight;
   so.max_pending_output = cfg.limits.max_pending_output;
+  so.max_shard_in_flight = cfg.limits.max_shard_in_flight;
   so.requests = cfg.limits.requests;
   so.max_request_memory = cfg.limits.max_request_memory;
   so.idle_timeout = cfg.limits.idle_timeout;

@@ -35,6 +35,7 @@ struct node_limits {
   std::size_t max_in_flight = 1024;
   /// Reply bytes a client has not read before the server stops reading it.
   std::size_t max_pending_output = 4u << 20;
+  std::size_t max_shard_in_flight = 65536;
   /// Bytes of requests being received or served across all connections
   /// (server/request_memory_budget.hpp).
   std::size_t max_request_memory = default_max_request_memory;

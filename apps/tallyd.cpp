@@ -106,6 +106,9 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --max-pending-output BYTES
                           reply bytes a client has not read before the
                           node stops reading it (default 4194304)
+  --max-shard-in-flight N requests one shard thread has taken and not yet
+                          answered, all its connections together, before
+                          it stops reading (default 65536)
   --io-threads N          shard threads: client I/O and, by default, the
                           partitions, dealt out among them (default: half
                           the cores, at least 1)
@@ -314,6 +317,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_tx_per_session = parse_positive(key, v, 1u << 30);
   } else if (key == "max-tx-updates") {
     cfg.limits.max_tx_updates = parse_positive(key, v, 1u << 30);
+  } else if (key == "max-shard-in-flight") {
+    cfg.limits.max_shard_in_flight = parse_positive(key, v, 1u << 24);
   } else if (key == "io-threads") {
     cfg.io_threads = parse_positive(key, v, 64);
   } else if (key == "sync-threads") {

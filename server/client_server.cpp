@@ -160,6 +160,7 @@ public:
       close_conn(*conns_.begin()->second);
     dirty_.clear();
     queued_reads_.clear();
+    held_.clear();
     serving_ = false;
   }
 
@@ -318,6 +319,7 @@ private:
     bool read_wants_write = false;
     bool write_wants_read = false;
     bool read_queued = false; // in queued_reads_
+    bool held = false;        // in held_ (the shard was full)
     std::string peer;         // "ip:port" (TLS connections, for log lines)
     // Since when a connection whose TLS handshake failed is half-closed,
     // waiting for its peer to close (tls_linger).
@@ -417,6 +419,10 @@ private:
   // Reads and hands on what the connection has; false when it was closed
   // or refused (lingering).
   bool read_ready(conn& c) {
+    if (full() && (!c.tls || c.tls->handshake_done())) {
+      hold(c); // readable, but no room: EPOLLIN off until there is
+      return true;
+    }
     if (!(c.tls ? read_tls(c) : read_from(c))) {
       close_conn(c);
       return false;
@@ -444,13 +450,13 @@ private:
         continue;
       auto& c = *it->second;
       c.read_queued = false;
-      if (c.state.wants_read() && !c.lingering_since)
+      if (may_read(c) && !c.lingering_since)
         read_ready(c);
     }
   }
 
   void queue_read(conn& c) {
-    if (!c.read_queued && c.state.wants_read() && c.tls->has_buffered_input()) {
+    if (!c.read_queued && may_read(c) && c.tls->has_buffered_input()) {
       c.read_queued = true;
       queued_reads_.push_back(c.id);
     }
@@ -483,7 +489,7 @@ private:
     }
     char buf[64 * 1024];
     std::size_t taken = 0;
-    while (c.state.wants_read() && taken < tls_read_per_wakeup) {
+    while (may_read(c) && taken < tls_read_per_wakeup) {
       auto r = t.read(buf, sizeof buf);
       if (r.st == tls_stream::state::done) {
         c.state.feed(std::string_view{buf, r.bytes});
@@ -565,7 +571,7 @@ private:
   // when the connection broke.
   bool read_from(conn& c) {
     char buf[64 * 1024];
-    for (int round = 0; round < 16 && c.state.wants_read(); ++round) {
+    for (int round = 0; round < 16 && may_read(c); ++round) {
       auto n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
         c.state.feed(std::string_view{buf, static_cast<std::size_t>(n)});
@@ -586,9 +592,53 @@ private:
     return true;
   }
 
+  // A full shard (server_options::max_shard_in_flight requests handed on
+  // and not answered) takes no more requests and reads no socket until
+  // answers make room: the kernel's socket buffers push back on clients.
+  bool full() const noexcept {
+    return opts_.max_shard_in_flight != 0 && in_flight_ >= opts_.max_shard_in_flight;
+  }
+  bool may_read(const conn& c) const noexcept { return c.state.wants_read() && !full(); }
+
+  // A connection that has requests or bytes it could not hand on while the
+  // shard was full: pumped again once there is room.
+  void hold(conn& c) {
+    if (!c.held) {
+      c.held = true;
+      held_.push_back(c.id);
+    }
+    mark_dirty(c); // not read meanwhile: flush_dirty drops EPOLLIN
+  }
+
+  void release_held() {
+    auto ids = std::move(held_);
+    held_.clear();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      auto it = conns_.find(ids[i]);
+      if (it == conns_.end())
+        continue;
+      auto& c = *it->second;
+      c.held = false;
+      pump(c);
+      if (full()) { // no room for the rest yet: keep their turn
+        for (std::size_t j = i + 1; j < ids.size(); ++j)
+          held_.push_back(ids[j]);
+        return;
+      }
+    }
+  }
+
   // Hands every request the connection may take now to the handler.
   void pump(conn& c) {
-    while (auto d = c.state.next()) {
+    if (full()) {
+      hold(c);
+      return;
+    }
+    while (!full()) {
+      auto d = c.state.next();
+      if (!d)
+        break;
+      ++in_flight_;
       auto in = inbox_;
       auto id = c.id;
       auto slot = d->slot;
@@ -599,18 +649,23 @@ private:
         });
       });
     }
+    if (full())
+      hold(c); // it may have more: its turn comes when there is room
     mark_dirty(c);
   }
 
   void complete(std::uint64_t id, std::uint64_t slot, std::string bytes,
                 const vector_clock& seen) {
+    --in_flight_; // every request handed on is answered exactly once
     auto it = conns_.find(id);
-    if (it == conns_.end())
-      return; // the connection went away meanwhile
-    auto& c = *it->second;
-    c.last_active = clock::now();
-    c.state.complete(slot, std::move(bytes), seen);
-    pump(c); // requests held back by the in-flight limit go on now
+    if (it != conns_.end()) {
+      auto& c = *it->second;
+      c.last_active = clock::now();
+      c.state.complete(slot, std::move(bytes), seen);
+      pump(c); // requests held back by the in-flight limit go on now
+    }
+    if (!held_.empty() && !full())
+      release_held();
   }
 
   void mark_dirty(conn& c) {
@@ -652,13 +707,13 @@ private:
         close_conn(c);
         continue;
       }
-      std::uint32_t want = (c.state.wants_read() ? EPOLLIN : 0u)
+      std::uint32_t want = (may_read(c) ? EPOLLIN : 0u)
                            | (c.state.output().empty() ? 0u : EPOLLOUT);
       if (c.tls) {
         // Watch the direction OpenSSL waits for, and only that one: an
         // always-writable socket watched for a write that waits to read
         // would wake the loop without end.
-        bool reading = c.state.wants_read() || !c.tls->handshake_done();
+        bool reading = may_read(c) || !c.tls->handshake_done();
         bool writing = !c.state.output().empty();
         want = (reading ? (c.read_wants_write ? EPOLLOUT : EPOLLIN) : 0u)
                | (writing ? (c.write_wants_read ? EPOLLIN : EPOLLOUT) : 0u);
@@ -726,6 +781,8 @@ private:
   std::unordered_map<std::uint64_t, std::unique_ptr<conn>> conns_;
   std::vector<std::uint64_t> dirty_;
   std::vector<std::uint64_t> queued_reads_;
+  std::vector<std::uint64_t> held_; // connections waiting for room (full())
+  std::size_t in_flight_ = 0;       // requests handed on, not yet answered
   std::optional<clock::time_point> last_refusal_log_;
   std::uint64_t refusals_not_logged_ = 0;
   bool running_ = true;

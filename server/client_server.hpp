@@ -71,6 +71,10 @@ struct server_options {
   std::size_t max_in_flight = 1024;
   /// Reply bytes a peer has not read before the server stops reading it.
   std::size_t max_pending_output = 4u << 20;
+  /// Requests one shard has handed on and not answered (all its
+  /// connections together) before it stops reading its sockets: bounds
+  /// what waits in its partitions' mailboxes (0: no bound).
+  std::size_t max_shard_in_flight = 65536;
   /// The bounds every request is checked against when decoded.
   request_limits requests;
   /// Bytes of requests being received or served across all connections
