@@ -68,7 +68,7 @@ server_options server_options_of(const node_config& cfg, const std::string& admi
 std::vector<std::shared_ptr<caf::execution_unit>>
 shard_units_of(caf::actor_system& sys, const node_config& cfg, const client_server& server) {
   std::vector<std::shared_ptr<caf::execution_unit>> units;
-  if (cfg.partition_threads == partition_threading::shards)
+  if (cfg.threading() == partition_threading::shards)
     for (std::size_t i = 0; i < server.shards(); ++i)
       units.push_back(std::make_shared<shard_unit>(sys, server.tasks(i)));
   return units;
@@ -79,7 +79,7 @@ shard_units_of(caf::actor_system& sys, const node_config& cfg, const client_serv
 // as many).
 std::function<partition_placement(std::uint32_t)>
 placement_of(const node_config& cfg, std::vector<std::shared_ptr<caf::execution_unit>> units) {
-  switch (cfg.partition_threads) {
+  switch (cfg.threading()) {
     case partition_threading::detached:
       return [](std::uint32_t) { return partition_placement::detached(); };
     case partition_threading::scheduler:
@@ -458,7 +458,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   // Journal syncs on threads of their own when the partitions share the
   // shard threads (journal/background_syncer.hpp): a shard never waits for
   // the disk.
-  const bool sync_elsewhere = cfg.partition_threads == partition_threading::shards
+  const bool sync_elsewhere = cfg.threading() == partition_threading::shards
                               && (cfg.mode == durability::batch
                                   || cfg.mode == durability::periodic);
   auto syncer = sync_elsewhere ? std::make_shared<background_syncer>(cfg.sync_threads)

@@ -72,7 +72,13 @@ struct node_config {
   /// threads (the default: a request is served on the thread that read
   /// it), a thread each, or the scheduler's two; docs/NODE.md, "Threading
   /// and disk I/O", has the measurements.
-  partition_threading partition_threads = partition_threading::shards;
+  /// Unset: shards, except with durability full, whose sync per commit
+  /// would stall a shard's every connection: then detached.
+  std::optional<partition_threading> partition_threads;
+  partition_threading threading() const noexcept {
+    return partition_threads.value_or(mode == durability::full ? partition_threading::detached
+                                                               : partition_threading::shards);
+  }
   /// Threads that sync the partitions' journals when the partitions run on
   /// the shard threads (--sync-threads; journal/background_syncer.hpp):
   /// fdatasyncs of different files overlap in the kernel and the device.

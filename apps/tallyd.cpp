@@ -168,7 +168,8 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --fbf-target-fpp P      FBF adaptive resizing target false-positive
                           probability, in [0, 1); 0 = not adaptive
                           (default 0.001)
-  --partition-threads T   shards (default: on the --io-threads threads, a
+  --partition-threads T   shards (default, but detached with --durability
+                          full: on the --io-threads threads, a
                           request served on the thread that read it) |
                           detached (a thread each) | scheduler (CAF's two
                           threads); docs/NODE.md, "Threading and disk I/O"
