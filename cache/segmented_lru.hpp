@@ -201,10 +201,10 @@ private:
 
   segmented_lru(config cfg, eviction_listener on_evict)
       : cfg_(cfg), segments_(cfg.segments), on_evict_(std::move(on_evict)) {
-    // Reserve for the full capacity up to a bound, so a warm cache does not
-    // rehash while it fills, without a huge bucket array for a huge config.
-    constexpr std::size_t max_reserve = std::size_t{1} << 20;
-    map_.reserve(std::min(capacity(), max_reserve));
+    // No reservation for the full capacity: the bucket array grows with the
+    // entries (amortized rehashes). Reserving 16,384 buckets per partition
+    // (1M per node) made every lookup of a small working set touch a cold
+    // bucket: 7.5% of a read's CPU in the hash table (docs/PERFORMANCE.md).
   }
 
   void link(node& n, std::size_t seg) {
