@@ -17,7 +17,7 @@ using part_find_atom = caf::atom_constant<caf::atom("p_find")>;
 // (p_stale, encode_wire(uint64 before)) -> part_stale_resp bytes: prepared
 // transactions with prepare time below `before`.
 using part_stale_atom = caf::atom_constant<caf::atom("p_stale")>;
-// A call from another node's shard (actors/remote_calls.hpp):
+// A call from another node's shard (actors/remote_callers.hpp):
 // (p_call, call id, p_read | p_prepare | p_commit, request bytes), answered
 // with a message (p_reply, call id, answer bytes) to the sender.
 using p_call_atom = caf::atom_constant<caf::atom("p_call")>;

@@ -30,7 +30,7 @@
 #include "actors/node_links.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
-#include "actors/remote_calls.hpp"
+#include "actors/remote_callers.hpp"
 #include "actors/shard_host.hpp"
 #include "ring/partition.hpp"
 #include "server/client_server.hpp"

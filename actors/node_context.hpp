@@ -157,7 +157,7 @@ struct node_context {
   std::string admin_socket;      // where admin requests are accepted ("": nowhere)
   std::shared_ptr<safe_board> board;
   std::shared_ptr<coordinated_txs> coordinating = std::make_shared<coordinated_txs>();
-  /// How calls reach partitions on other nodes (actors/remote_calls.hpp);
+  /// How calls reach partitions on other nodes (actors/remote_callers.hpp);
   /// null on a node that never routes away (unit tests).
   std::shared_ptr<const remote_callers> remote;
 };

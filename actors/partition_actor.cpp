@@ -876,7 +876,7 @@ caf::behavior partition_fn(partition_self self,
     [self](part_read_atom, part_read_call& call) { serve_call(self, call); },
     [self](part_prepare_atom, part_prepare_call& call) { serve_call(self, call); },
     [self](part_commit_atom, part_commit_call& call) { serve_call(self, call); },
-    // A call from another node's shard (actors/remote_calls.hpp): served as
+    // A call from another node's shard (actors/remote_callers.hpp): served as
     // the calls above, its answer sent back to the caller as a message.
     [self](p_call_atom, std::uint64_t id, caf::atom_value kind, std::string& bytes) {
       auto caller = caf::actor_cast<caf::actor>(self->current_sender());

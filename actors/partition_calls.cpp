@@ -9,7 +9,7 @@
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "actors/node_context.hpp"
-#include "actors/remote_calls.hpp"
+#include "actors/remote_callers.hpp"
 #include "actors/wire.hpp"
 
 namespace tally {
@@ -37,7 +37,7 @@ Resp failed(error err) {
 }
 
 // A request to a remote partition, through the node's remote callers
-// (actors/remote_calls.hpp): no actor spawned, no timer armed.
+// (actors/remote_callers.hpp): no actor spawned, no timer armed.
 template <class Resp, class Atom>
 void remote_call(const node_context& ctx, const caf::actor& target, Atom kind,
                  std::string bytes, std::function<void(Resp)> done) {

@@ -2,7 +2,7 @@
 // (docs/PERFORMANCE.md, "The request path"): a local partition actor gets a
 // part_*_call by anon_send and answers through its function (one thread
 // hop, no promise, no timer); a partition on another node is asked through
-// the shard's remote caller (actors/remote_calls.hpp), which fails the call
+// the shard's remote caller (actors/remote_callers.hpp), which fails the call
 // once the request timeout has passed without an answer, since a remote
 // node can die without answering (CAF-NOTES.md, "Multi-node"). Either way
 // `done` is called exactly once, on some actor's thread.

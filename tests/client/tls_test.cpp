@@ -226,8 +226,11 @@ BOOST_AUTO_TEST_CASE(a_tls_pipeline_of_large_requests_is_served_under_back_press
   for (int i = 0; i < 200; ++i)
     p.update(wide);
   std::size_t failed = 0;
-  for (auto& r : p.collect())
+  for (auto& r : p.collect()) {
+    if (!r && failed == 0)
+      BOOST_TEST_MESSAGE("first failure: " << r.err().to_string());
     failed += r ? 0 : 1;
+  }
   BOOST_TEST(failed == 0u);
   BOOST_TEST(c->retries_done() == 0u); // no reply ever timed out
   BOOST_TEST(counter_of(*c, {"tls", "pressed0"}) == 200);

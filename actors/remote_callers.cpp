@@ -1,4 +1,4 @@
-#include "actors/remote_calls.hpp"
+#include "actors/remote_callers.hpp"
 
 #include <map>
 #include <utility>

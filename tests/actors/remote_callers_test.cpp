@@ -1,4 +1,4 @@
-// actors/remote_calls.hpp: a call reaches its target as (p_call, id, kind,
+// actors/remote_callers.hpp: a call reaches its target as (p_call, id, kind,
 // bytes) and its answer (p_reply, id, bytes) reaches the caller's function;
 // a target that never answers fails the call with errc::timeout once the
 // request timeout has passed (found by the caller's periodic sweep, no
@@ -14,7 +14,7 @@
 #include <caf/all.hpp>
 
 #include "actors/atoms.hpp"
-#include "actors/remote_calls.hpp"
+#include "actors/remote_callers.hpp"
 
 using namespace tally;
 using namespace std::chrono_literals;
@@ -59,7 +59,7 @@ caf::behavior silent(caf::event_based_actor* self,
 
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(remote_calls_tests, fixture)
+BOOST_FIXTURE_TEST_SUITE(remote_callers_tests, fixture)
 
 BOOST_AUTO_TEST_CASE(a_call_reaches_its_target_and_its_answer_the_caller) {
   remote_callers callers{sys, {}, {}, 2s};
