@@ -99,9 +99,21 @@ public:
       }
       fronts_.push_back(front);
       nodes_.push_back(std::move(s));
-      if (!start_node(i, true)) {
-        why = "node " + std::to_string(i) + " did not start";
-        return false;
+      // Up to 3 attempts on the same ports: a node that exits at once
+      // leaves its status and log here (seen: a joiner exiting without a
+      // word while the machine was busy; docs/RELIABILITY.md).
+      for (int attempt = 0;; ++attempt) {
+        if (start_node(i, true))
+          break;
+        auto& n = *nodes_[i];
+        why += "node " + std::to_string(i) + " did not start (" + exit_text(n.exit_status)
+               + "); its log ends:\n" + log_tail(i) + "\n";
+        if (attempt == 2)
+          return false;
+        if (n.pid > 0)
+          n.stop(SIGKILL);
+        std::filesystem::remove_all(dirs_[i]);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
       }
     }
     return true;
@@ -221,6 +233,21 @@ public:
   node_ports ports;
 
 private:
+  static std::string exit_text(int status) {
+    if (status == -1)
+      return "no answer on its client port within 5 s";
+    if (WIFEXITED(status))
+      return "exit code " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status))
+      return "killed by signal " + std::to_string(WTERMSIG(status));
+    return "status " + std::to_string(status);
+  }
+
+  std::string log_tail(std::size_t i) const {
+    auto text = test::slurp(log_of(i));
+    return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+  }
+
   std::string log_of(std::size_t i) const {
     return root_.path + "/logs/node" + std::to_string(i) + ".log";
   }

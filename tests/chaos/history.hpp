@@ -67,6 +67,7 @@ struct fault_record {
 struct violation {
   std::string checker;
   std::string detail;
+  const op_record* op = nullptr; // the read that showed it, if one did (in the history checked)
 };
 
 /// Counter bounds and exactly-once: for every key, the sum of acknowledged
@@ -116,7 +117,7 @@ check_pair_atomicity(const history& h,
         std::ostringstream os;
         os << "session " << op.session << " read " << x << " = " << a->second << " but "
            << y << " = " << b->second << " in one snapshot";
-        out.push_back({"pair-atomicity", os.str()});
+        out.push_back({"pair-atomicity", os.str(), &op});
       }
     }
   }
@@ -151,13 +152,13 @@ inline std::vector<violation> check_sessions(const history& h) {
           std::ostringstream os;
           os << "session " << s << " read " << k << " = " << v << " after reading "
              << l->second;
-          out.push_back({"monotonic-reads", os.str()});
+          out.push_back({"monotonic-reads", os.str(), op});
         }
         if (auto a = own_acked.find(k); a != own_acked.end() && v < a->second) {
           std::ostringstream os;
           os << "session " << s << " read " << k << " = " << v
              << " after its own acknowledged updates summing to " << a->second;
-          out.push_back({"read-your-writes", os.str()});
+          out.push_back({"read-your-writes", os.str(), op});
         }
         last_read[k] = std::max(last_read[k], v);
       }

@@ -95,6 +95,7 @@ struct server {
   pid_t pid = -1;
   std::string mode;
   std::string log_path; // when set, the node's stdout and stderr are appended there
+  int exit_status = -1; // waitpid status of the last start whose process exited at once
 
   server(std::string data_dir, std::string durability)
       : dir(std::move(data_dir)), mode(std::move(durability)) {}
@@ -124,6 +125,7 @@ struct server {
   }
 
   bool start_once(const std::vector<std::string>& extra) {
+    exit_status = -1;
     // Never the node's own cluster port: free while the node is stopped, it
     // is taken by the node itself before its client port (a restart failed
     // with "cannot listen on ...: Address already in use" that way).
@@ -172,6 +174,7 @@ struct server {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) == pid) {
         pid = -1;
+        exit_status = status;
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
