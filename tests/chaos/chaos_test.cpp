@@ -5,7 +5,7 @@
 //
 // Bounded in time and count: TALLY_CHAOS_SECONDS (default 8) of load, a
 // kill every ~1.5 s (at most 3 in the short mode) and one pause; every
-// request waits at most 10 s (try_connect's receive timeout). The seed is
+// request waits at most 1 s (workload.hpp). The seed is
 // printed (TALLY_TEST_SEED replays the same operation choices; the timing
 // of faults is the machine's).
 //

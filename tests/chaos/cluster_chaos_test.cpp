@@ -10,8 +10,9 @@
 // values. Availability is measured: the share of requests that fail after
 // the first 2 s of a single-node fault.
 //
-// Short mode (the default run): a fixed plan of faults per cluster, every
-// kind once. Long mode: TALLY_CHAOS_SECONDS=S runs random faults for S
+// Short mode: a fixed plan of faults per case; the default run holds the
+// 3-node kill -9 case, the others are disabled until the defects they find
+// are fixed (docs/RELIABILITY.md, "What the cluster runs found"). Long mode: TALLY_CHAOS_SECONDS=S runs random faults for S
 // seconds per cluster and holds the run to issue 14's bar (fewer than 1%
 // of the requests to the other nodes fail after the first 2 s of a
 // single-node fault). TALLY_CHAOS_TLS=0 runs plain node links
