@@ -58,6 +58,15 @@ public:
   wire_client& operator=(const wire_client&) = delete;
 
   bool connected() const noexcept { return fd_ >= 0; }
+  /// A receive() waits at most `limit` (10 s after try_connect) before it
+  /// gives up and closes.
+  void set_receive_timeout(std::chrono::milliseconds limit) {
+    if (fd_ < 0)
+      return;
+    timeval tv{static_cast<time_t>(limit.count() / 1000),
+               static_cast<suseconds_t>((limit.count() % 1000) * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
   void close() {
     if (fd_ >= 0)
       ::close(fd_);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -93,6 +94,8 @@ struct server {
   std::uint16_t cluster_port = 0; // chosen at the first start, kept after
   pid_t pid = -1;
   std::string mode;
+  std::string log_path; // when set, the node's stdout and stderr are appended there
+  int exit_status = -1; // waitpid status of the last start whose process exited at once
 
   server(std::string data_dir, std::string durability)
       : dir(std::move(data_dir)), mode(std::move(durability)) {}
@@ -122,6 +125,7 @@ struct server {
   }
 
   bool start_once(const std::vector<std::string>& extra) {
+    exit_status = -1;
     // Never the node's own cluster port: free while the node is stopped, it
     // is taken by the node itself before its client port (a restart failed
     // with "cannot listen on ...: Address already in use" that way).
@@ -138,6 +142,14 @@ struct server {
     }
     pid = ::fork();
     if (pid == 0) {
+      if (!log_path.empty()) {
+        int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+          ::dup2(fd, 1);
+          ::dup2(fd, 2);
+          ::close(fd);
+        }
+      }
       std::vector<std::string> args{TALLYD_PATH, "--data-dir", dir, "--port",
                                     std::to_string(port), "--partitions", "8",
                                     "--durability", mode, "--log-level", "warn"};
@@ -162,6 +174,7 @@ struct server {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) == pid) {
         pid = -1;
+        exit_status = status;
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
