@@ -248,6 +248,7 @@ struct membership_state {
   std::set<std::uint32_t> checking;
   bool removed_stop = false; // this node learnt it was removed: stopping
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool settled_once = false; // see settled()
   static inline const char* name = "membership";
 };
 
@@ -324,10 +325,16 @@ bool replicated(mem_self self) {
 // leads could serve stale data.
 constexpr std::chrono::milliseconds settle_time{3000};
 
+// Settled once stays settled: a peer that dies later must not hold up the
+// reconfiguration that its death calls for (issue 14's failover stall: a
+// node younger than settle_time configured nothing after a kill -9 until
+// settle_time had passed, up to 3 s of a partition without a primary).
 bool settled(mem_self self) {
   auto& st = self->state;
-  if (std::chrono::steady_clock::now() - st.started >= settle_time)
+  if (st.settled_once)
     return true;
+  if (std::chrono::steady_clock::now() - st.started >= settle_time)
+    return st.settled_once = true;
   for (const auto& [id, info] : st.ring->members()) {
     if (id == self_id(self) || gone(info.status))
       continue;
@@ -335,7 +342,7 @@ bool settled(mem_self self) {
     if (i == st.peers.end() || !i->second.up)
       return false;
   }
-  return true;
+  return st.settled_once = true;
 }
 
 // n_val > 1: routes to each partition's primary copy and configures this

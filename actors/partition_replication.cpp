@@ -319,6 +319,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   if (before == copy_role::stale && role != copy_role::solo)
     return; // a stale copy stays out until it is replaced
   ++epoch_;
+  log(log_level::debug, "partition ", index_, ": configured as ", to_string(role),
+      " (primary ", primary, ", was ", to_string(before), ", epoch ", epoch_, ")");
   std::vector<peer_link> links;
   for (std::size_t i = 0; i < peers.size(); ++i) {
     peer_link l;
@@ -500,6 +502,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     std::vector<answer> answers;
   };
   auto r = std::make_shared<round>();
+  log(log_level::debug, "partition ", core.index(), ": take-over round (epoch ", epoch_,
+      ", journal end ", core.log_end(), ", ", need, " answers needed)");
   r->best_end = core.log_end();
   r->best = peers_.size();
   const auto epoch = epoch_;
@@ -509,6 +513,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     auto* c = core_ ? core_() : nullptr;
     if (!c)
       return;
+    log(log_level::debug, "partition ", c->index(), ": take-over round answered by ",
+        r->answered, " of ", r->asked, " (longest end ", r->best_end, ")");
     if (r->answered < need) {
       promote_round_ = 0; // the next tick asks again
       log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",

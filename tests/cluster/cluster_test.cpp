@@ -397,15 +397,11 @@ BOOST_AUTO_TEST_CASE(kill_9_of_a_node_fails_its_partitions_fast_and_loses_nothin
 // whole suite it passed in 2 of 3 runs. That is the open failover stall of
 // issue 14 (docs/REPLICATION.md, "Not done yet"), not a flaw of the test;
 // it goes back into the default run with the stall's fix.
-BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stays_served,
-                     *boost::unit_test::disabled()) {
+BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stays_served) {
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
     local_cluster cl{"batch"};
-    // Plain node links: with TLS links (the default) writes to some
-    // partitions can stall on the survivors after the kill (open defect,
-    // docs/REPLICATION.md "Not done yet").
-    cl.extra = {"--n-val", "3", "--insecure-cluster-links"};
+    cl.extra = {"--n-val", "3"}; // TLS node links (the default)
     for (int i = 0; i < 3; ++i)
       BOOST_REQUIRE(cl.add());
     BOOST_REQUIRE(cl.wait_settled()); // a kill during a handoff: docs/REPLICATION.md
@@ -492,8 +488,6 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
 void group_stays_atomic_across_a_kill_9(const std::string& n_val) {
   local_cluster cl{"full"};
   cl.extra = {"--request-timeout-ms", "1000", "--n-val", n_val};
-  if (n_val != "1") // plain links, as in the test above and for the same reason
-    cl.extra.push_back("--insecure-cluster-links");
   for (int i = 0; i < 3; ++i)
     BOOST_REQUIRE(cl.add());
   if (n_val != "1")

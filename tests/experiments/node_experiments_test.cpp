@@ -56,8 +56,7 @@ BOOST_AUTO_TEST_SUITE(experiments_on_nodes)
 // never failed. That is the open replication failover stall of issue 14
 // (docs/REPLICATION.md, "Not done yet"), not the FBF; the test goes back
 // into the default run when that stall is fixed.
-BOOST_AUTO_TEST_CASE(counter_with_op_ids_is_exact_through_a_kill_9_and_retries,
-                     *boost::unit_test::disabled()) {
+BOOST_AUTO_TEST_CASE(counter_with_op_ids_is_exact_through_a_kill_9_and_retries) {
   // Sec. VI-D: one node of three (n_val 3) crashes (SIGKILL) a third of the
   // way into the load; every failed attempt is retried with the same bytes
   // through the next node, and every 10th acknowledged operation is resent
@@ -65,7 +64,6 @@ BOOST_AUTO_TEST_CASE(counter_with_op_ids_is_exact_through_a_kill_9_and_retries,
   // at most 20 s; the whole test takes 10-30 s.
   counter_failover_params p;
   p.cluster = three_copies("failover");
-  p.cluster.insecure_links = true; // TLS links after a kill -9: docs/REPLICATION.md
   p.cluster.extra = {"--fbf-refresh-ms", "10000", "--fbf-past-filters", "2",
                      "--fbf-retry-timeout-ms", "30000", "--request-timeout-ms", "2000"};
   p.workers = 3;
