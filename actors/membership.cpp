@@ -701,6 +701,8 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
   if (fresh) {
     self->monitor(m);
     log(log_level::info, "peer ", id, " is up");
+    if (st.cfg.remote)
+      st.cfg.remote->link_up(id);
   }
   pe.membership = std::move(m);
   pe.incarnation = incarnation;
@@ -1487,11 +1489,18 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
         auto me = self->state.ring->members().find(id);
+        const bool departing = me != self->state.ring->members().end()
+                               && (gone(me->second.status)
+                                   || me->second.status == member_status::leaving);
         if (me != self->state.ring->members().end() && gone(me->second.status))
           log(log_level::info, "peer ", id, " has left the cluster");
         else
           log(log_level::warn, "peer ", id, " is down (", self->system().render(m.reason),
               "): its partitions are unavailable until it is back");
+        // Calls waiting on it fail now rather than at their timeout; not
+        // those to a node that leaves (its partitions forward them).
+        if (!departing && self->state.cfg.remote)
+          self->state.cfg.remote->link_lost(id);
         pe.served_when_down.clear();
         for (std::uint32_t p = 0; p < pe.parts.size(); ++p)
           if (pe.parts[p])

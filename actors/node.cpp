@@ -485,6 +485,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.request_shutdown = cfg.request_shutdown;
   mc.incarnation = ctx->incarnation;
   mc.coordinating = ctx->coordinating;
+  mc.remote = ctx->remote;
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;

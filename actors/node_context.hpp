@@ -14,6 +14,7 @@
 
 #include <caf/actor.hpp>
 
+#include "actors/remote_calls.hpp"
 #include "common/ids.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/request_limits.hpp"
@@ -154,6 +155,8 @@ struct node_context {
   std::string admin_socket;      // where admin requests are accepted ("": nowhere)
   std::shared_ptr<safe_board> board;
   std::shared_ptr<coordinated_txs> coordinating = std::make_shared<coordinated_txs>();
+  /// Calls waiting on other nodes: failed at once when a node's link is lost.
+  std::shared_ptr<remote_calls> remote = std::make_shared<remote_calls>();
 };
 
 } // namespace tally

@@ -1,6 +1,7 @@
 #include "actors/partition_calls.hpp"
 
-
+#include <atomic>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -36,20 +37,40 @@ Resp failed(error err) {
   return r;
 }
 
-// A request to a remote partition, asked by a short-lived actor.
+// A request to a remote partition on `node`, asked by a short-lived actor.
+// It fails at once when the link to that node is lost first, or was lost
+// already (remote_calls): CAF would let it wait out its timeout.
 template <class Resp, class Atom>
-void remote_call(caf::actor_system& sys, caf::actor target,
-                 std::chrono::milliseconds timeout, Atom kind, std::string bytes,
-                 std::function<void(Resp)> done) {
-  spawn_self_only(sys, [target, timeout, kind, bytes = std::move(bytes),
-             done = std::move(done)](caf::event_based_actor* self) {
+void remote_call(caf::actor_system& sys, const node_context& ctx, const std::string& node,
+                 caf::actor target, Atom kind, std::string bytes,
+                 std::function<void(Resp)> done_once) {
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto done = [answered, done_once = std::move(done_once)](Resp r) {
+    if (!answered->exchange(true))
+      done_once(std::move(r));
+  };
+  auto lost = [done, node] {
+    done(failed<Resp>(make_error(errc::unavailable,
+                                 "the node of a partition (" + node
+                                   + ") is down or unreachable; if this was a write, its "
+                                     "outcome is unknown: retry with the same op ids")));
+  };
+  auto registry = ctx.remote;
+  const auto id = registry->add(node, lost);
+  if (id == 0)
+    return lost();
+  spawn_self_only(sys, [target, timeout = ctx.limits.request_timeout, kind,
+                        bytes = std::move(bytes), done, registry,
+                        id](caf::event_based_actor* self) {
     self->request(target, timeout, kind, bytes)
       .then(
-        [done](std::string& reply) {
+        [done, registry, id](std::string& reply) {
+          registry->finish(id);
           auto r = decode_wire<Resp>(reply);
           done(r ? std::move(*r) : failed<Resp>(r.err()));
         },
-        [done](caf::error& e) {
+        [done, registry, id](caf::error& e) {
+          registry->finish(id);
           done(failed<Resp>(
             e == caf::sec::request_timeout
               ? make_error(errc::timeout, "a partition did not answer in time")
@@ -70,8 +91,8 @@ void call_partition(caf::actor_system& sys, const node_context& ctx, std::uint32
     return done(failed<Resp>(r.err()));
   if ((*r)->node == ctx.owner)
     return caf::anon_send((*r)->handle, kind, Call{std::move(req), std::move(done)});
-  remote_call<Resp>(sys, (*r)->handle, ctx.limits.request_timeout, kind,
-                    encode_wire(req), std::move(done));
+  remote_call<Resp>(sys, ctx, (*r)->node, (*r)->handle, kind, encode_wire(req),
+                    std::move(done));
 }
 
 } // namespace

@@ -3,8 +3,10 @@
 // part_*_call by anon_send and answers through its function (one thread
 // hop, no promise, no timer); a partition on another node is asked by a
 // short-lived actor with request() and the request timeout, since a remote
-// node can die without answering (CAF-NOTES.md, "Multi-node"). Either way
-// `done` is called exactly once, on some actor's thread.
+// node can die without answering (CAF-NOTES.md, "Multi-node"), and fails at
+// once when the membership reports that node's link lost
+// (actors/remote_calls.hpp). Either way `done` is called exactly once, on
+// some actor's thread.
 #pragma once
 
 #include <cstdint>
