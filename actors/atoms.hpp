@@ -53,6 +53,8 @@ using r_end_atom = caf::atom_constant<caf::atom("r_end")>;
 using r_config_atom = caf::atom_constant<caf::atom("r_config")>;
 using r_stale_atom = caf::atom_constant<caf::atom("r_stale")>;
 using r_seed_atom = caf::atom_constant<caf::atom("r_seed")>;
+// A take-over round's question: promise this term, and say your journal end.
+using r_fence_atom = caf::atom_constant<caf::atom("r_fence")>;
 // A primary's own reminder to send again to copies that refused a batch.
 using r_pump_atom = caf::atom_constant<caf::atom("r_pump")>;
 

@@ -383,6 +383,41 @@ BOOST_AUTO_TEST_CASE(kill_9_of_a_node_fails_its_partitions_fast_and_loses_nothin
   }
 }
 
+// Writes through the survivors of a kill -9 of one node of three, each
+// attempt a write of one key per partition, from the kill until one
+// commits through each (bounded: 30 s); the milliseconds it took per
+// survivor (-1: never), and the errors seen before.
+std::vector<long long> time_to_write(local_cluster& cl, const std::vector<std::size_t>& through,
+                                     clock_type::time_point killed_at,
+                                     std::vector<std::string>& why) {
+  const auto group = one_key_per_partition("failover");
+  std::vector<long long> ms(through.size(), -1);
+  why.assign(through.size(), {});
+  std::vector<std::thread> probes;
+  for (std::size_t i = 0; i < through.size(); ++i)
+    probes.emplace_back([&, i] {
+      std::vector<counter_inc> ups;
+      for (const auto& k : group)
+        ups.push_back(counter_inc{k, 1});
+      while (clock_type::now() < killed_at + std::chrono::seconds(30)) {
+        auto c = connect_to(cl.nodes[through[i]]->port);
+        auto r = c ? c->update(ups) : expected<std::string>{c.err()};
+        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           clock_type::now() - killed_at).count();
+        if (r) {
+          ms[i] = now;
+          return;
+        }
+        why[i] += (why[i].empty() ? "" : "; ") + std::to_string(now) + " ms: "
+                  + r.err().to_string();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  for (auto& t : probes)
+    t.join();
+  return ms;
+}
+
 // n_val 3 (docs/REPLICATION.md): one node of three killed mid-load. Every
 // partition fails over to a surviving copy, so every key stays served
 // through the survivors, and nothing acknowledged is lost; once the
@@ -413,35 +448,9 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
     cl.nodes[2]->stop(SIGKILL);
     const auto killed_at = clock_type::now();
     // While the load goes on: every partition writable through each
-    // survivor (a write of one key per partition, bounded retries), timed
-    // from the kill.
-    const auto group = one_key_per_partition("failover");
-    std::vector<long long> writable_ms(2, -1);
-    std::vector<std::string> why(2);
-    std::vector<std::thread> probes;
-    for (std::size_t n : {0u, 1u})
-      probes.emplace_back([&, n] {
-        for (auto deadline = killed_at + std::chrono::seconds(30);
-             clock_type::now() < deadline;) {
-          auto c = connect_to(cl.nodes[n]->port);
-          std::vector<counter_inc> ups;
-          for (const auto& k : group)
-            ups.push_back(counter_inc{k, 1});
-          auto r = c ? c->update(ups) : expected<std::string>{c.err()};
-          if (r) {
-            writable_ms[n] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               clock_type::now() - killed_at).count();
-            return;
-          }
-          why[n] += (why[n].empty() ? "" : "; ")
-                    + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       clock_type::now() - killed_at).count())
-                    + " ms: " + r.err().to_string();
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-      });
-    for (auto& t : probes)
-      t.join();
+    // survivor, timed from the kill.
+    std::vector<std::string> why;
+    const auto writable_ms = time_to_write(cl, {0, 1}, killed_at, why);
     load.join();
     BOOST_REQUIRE(ran);
     BOOST_TEST_MESSAGE("during the failover: " << recs[0].failures << " of 600 failed"
@@ -454,6 +463,11 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
                        << " ms and through node 1 " << writable_ms[1]
                        << " ms after the kill" << (why[0].empty() ? "" : "; node 0 failed: ")
                        << why[0] << (why[1].empty() ? "" : "; node 1 failed: ") << why[1]);
+    // Issue 14: every key served again within about 2 s (measured: 15-50
+    // ms on this 2-core machine with a load average of 7-18).
+    for (std::size_t n : {0u, 1u})
+      BOOST_TEST(writable_ms[n] < 2000, "through node " << n << ": " << writable_ms[n]
+                                                       << " ms; " << why[n]);
     BOOST_REQUIRE(cl.wait_serving({0, 1}));
     bool exact = false;
     auto bad = check_sums(cl.nodes[1]->port, keys, recs, exact);
@@ -561,6 +575,43 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_write_in_flight_to_a_killed_primary_fai
                      << " ms after the kill");
   BOOST_REQUIRE_MESSAGE(wrote, why);
   BOOST_TEST(writable < 2000, "writable " << writable << " ms after the kill");
+}
+
+// Issue 14's failover stall, second cause pinned: a node configures its
+// copies only once it has heard from every member, or 3 s after its start
+// (so that a restarted node does not lead with a stale copy before it knows
+// who leads now). That rule also held after a member died: a survivor
+// younger than 3 s left its copies unconfigured until then, so the
+// partitions the dead node led had no primary (or no second copy taking
+// writes) for up to 3 s. bench/failover.sh kills right after a restart and
+// settle: the 2.2-3.0 s mode of its bimodal figures. Now a node that has
+// heard from every member once stays settled. Node 1 is restarted, then
+// node 2 killed as soon as the cluster has settled again.
+BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_right_after_a_restart_fails_over_at_once) {
+  local_cluster cl{"batch"};
+  cl.extra = {"--n-val", "3"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  cl.nodes[1]->stop(SIGTERM);
+  const auto restarted_at = clock_type::now();
+  BOOST_REQUIRE(cl.restart(1));
+  BOOST_REQUIRE(cl.wait_settled());
+  cl.nodes[2]->stop(SIGKILL);
+  const auto killed_at = clock_type::now();
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     killed_at - restarted_at).count();
+  std::vector<std::string> why;
+  auto ms = time_to_write(cl, {0, 1}, killed_at, why);
+  BOOST_TEST_MESSAGE("node 1 restarted " << age << " ms before the kill; every partition "
+                     "writable through node 0 " << ms[0] << " ms and through node 1 "
+                     << ms[1] << " ms after the kill");
+  // 2 s: issue 14's bound; before the fix, a write waited for node 1 to be
+  // 3 s old (a restart and a settle take well under 1 s here).
+  for (std::size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(ms[i] >= 0, "no write through node " << i << ": " << why[i]);
+    BOOST_TEST(ms[i] < 2000, "through node " << i << ": " << ms[i] << " ms; " << why[i]);
+  }
 }
 
 // kill -9 of a node while transactions spanning every node commit, with
