@@ -23,6 +23,7 @@
 #include "common/log.hpp"
 #include "actors/node_context.hpp"
 #include "actors/replica_sets.hpp"
+#include "actors/replication_status.hpp"
 #include "replication/placement.hpp"
 #include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
@@ -1585,7 +1586,20 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       if (h)
         send_gossip(self, h);
     },
-    [self](status_atom) -> std::string { return status_text(self); },
+    [self](status_atom) -> caf::result<std::string> {
+      auto text = status_text(self);
+      if (!replicated(self))
+        return text;
+      // With replication, each partition's primary, term, journal end and
+      // the lag of its other copies, asked of the primaries themselves.
+      auto rp = self->make_response_promise<std::string>();
+      gather_replication_status(self, self->state.routes->load(),
+                                std::chrono::milliseconds{1000},
+                                [rp, text](std::string table) mutable {
+                                  rp.deliver(text + table);
+                                });
+      return rp;
+    },
     // A copy of partition p here found itself stale (its journal is not a
     // prefix of the primary's): it is moved aside and replaced by an empty
     // copy that follows the primary from its log, once per run.

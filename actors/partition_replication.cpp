@@ -921,6 +921,29 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       }
       return {true, c->log_end(), static_cast<std::uint8_t>(role_), o, q, t.n, t.by};
     },
+    // For `cluster status` (actors/replication_status.hpp): this copy's
+    // role, journal end and term, and, as a primary, how far each other
+    // copy holds its journal (ends as decimal text).
+    [this](r_status_atom)
+      -> std::tuple<std::string, std::uint64_t, std::uint64_t, std::vector<std::string>,
+                    std::vector<std::string>, std::vector<std::string>> {
+      auto* c = core_();
+      std::vector<std::string> nodes, ends, states;
+      if (role_ == copy_role::primary && progress_) {
+        for (const auto& p : peers_) {
+          const auto at = progress_->end_of(p.node);
+          nodes.push_back(p.node);
+          ends.push_back(std::to_string(at));
+          states.push_back(!p.handle ? "down"
+                           : p.stale ? "stale"
+                           : p.seed  ? "receiving a full copy"
+                           : at == 0 ? "not heard from yet"
+                                     : "ok");
+        }
+      }
+      return {to_string(role_), c ? c->log_end() : 0, term_.n, std::move(nodes),
+              std::move(ends), std::move(states)};
+    },
     [this](r_end_atom)
       -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t> {
       auto* c = core_();

@@ -7,12 +7,15 @@
 // TALLY_TEST_SEED=<seed>); every loop is bounded.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -612,6 +615,98 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_right_after_a_restart_fails_over
     BOOST_TEST(ms[i] >= 0, "no write through node " << i << ": " << why[i]);
     BOOST_TEST(ms[i] < 2000, "through node " << i << ": " << ms[i] << " ms; " << why[i]);
   }
+}
+
+// The rows of the replication table of `cluster status` (n_val > 1):
+// partition -> its fields "p | primary | term | journal end | copies".
+std::map<std::uint32_t, std::vector<std::string>> replication_rows(const std::string& text) {
+  std::map<std::uint32_t, std::vector<std::string>> rows;
+  std::istringstream in{text};
+  bool table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("partition | primary | term", 0) == 0) {
+      table = true;
+      continue;
+    }
+    if (!table || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0])))
+      continue;
+    std::vector<std::string> f;
+    for (std::size_t at = 0;;) {
+      auto bar = line.find(" | ", at);
+      f.push_back(line.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+      if (bar == std::string::npos)
+        break;
+      at = bar + 3;
+    }
+    if (f.size() == 5)
+      rows[static_cast<std::uint32_t>(std::stoul(f[0]))] = f;
+  }
+  return rows;
+}
+
+// Issue 14, "Operations": with n_val 3, `cluster status` shows each
+// partition's primary, its term and journal end, and each other copy with
+// its lag (the primary's journal end minus the end it knows that copy
+// holds). After writes, every copy catches up (lag 0 everywhere); after a
+// kill -9, the dead node leads nothing and its copies are listed as down.
+BOOST_AUTO_TEST_CASE(with_three_copies_cluster_status_shows_replicas_primary_and_lag) {
+  local_cluster cl{"batch"};
+  cl.extra = {"--n-val", "3"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  std::vector<std::string> ids;
+  for (const auto& n : cl.nodes)
+    ids.push_back("tally@127.0.0.1:" + std::to_string(n->cluster_port));
+  const auto group = one_key_per_partition("status");
+  std::vector<counter_inc> ups;
+  for (const auto& k : group)
+    ups.push_back(counter_inc{k, 1});
+  {
+    auto c = connect_to(cl.nodes[0]->port);
+    BOOST_REQUIRE(c);
+    for (int i = 0; i < 5; ++i)
+      BOOST_REQUIRE(c->update(ups));
+  }
+  // Every partition: a primary among the members, a term, a journal end
+  // past the writes, the two other members as its copies, lag 0 (bounded
+  // wait: the last acknowledgements reach the primary after the answer).
+  std::string text;
+  bool caught_up = false;
+  for (auto deadline = clock_type::now() + std::chrono::seconds(10);
+       !caught_up && clock_type::now() < deadline;) {
+    text = status_of_dir(cl.dir_of(1));
+    auto rows = replication_rows(text);
+    caught_up = rows.size() == cluster_partitions;
+    for (const auto& [p, f] : rows) {
+      const bool member = std::find(ids.begin(), ids.end(), f[1]) != ids.end();
+      std::size_t others = 0;
+      for (const auto& id : ids)
+        if (id != f[1] && f[4].find(id + " lag 0") != std::string::npos)
+          ++others;
+      caught_up = caught_up && member && std::stoull(f[2]) > 0 && std::stoull(f[3]) > 5
+                  && others == 2;
+    }
+    if (!caught_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST_MESSAGE("status with three copies:\n" << text);
+  BOOST_TEST(caught_up, text);
+  // Node 2 killed: it leads nothing, and where it holds a copy, it is down.
+  cl.nodes[2]->stop(SIGKILL);
+  bool moved = false;
+  for (auto deadline = clock_type::now() + std::chrono::seconds(10);
+       !moved && clock_type::now() < deadline;) {
+    text = status_of_dir(cl.dir_of(0));
+    auto rows = replication_rows(text);
+    moved = rows.size() == cluster_partitions;
+    for (const auto& [p, f] : rows)
+      moved = moved && f[1] != ids[2] && f[1] != "none"
+              && f[4].find(ids[2] + " down") != std::string::npos;
+    if (!moved)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST(moved, text);
 }
 
 // kill -9 of a node while transactions spanning every node commit, with
