@@ -58,6 +58,10 @@ using r_end_atom = caf::atom_constant<caf::atom("r_end")>;
 using r_config_atom = caf::atom_constant<caf::atom("r_config")>;
 using r_stale_atom = caf::atom_constant<caf::atom("r_stale")>;
 using r_seed_atom = caf::atom_constant<caf::atom("r_seed")>;
+// A take-over round's question: promise this term, and say your journal end.
+using r_fence_atom = caf::atom_constant<caf::atom("r_fence")>;
+// What a copy says of itself and its copies (actors/replication_status.hpp).
+using r_status_atom = caf::atom_constant<caf::atom("r_status")>;
 // A primary's own reminder to send again to copies that refused a batch.
 using r_pump_atom = caf::atom_constant<caf::atom("r_pump")>;
 

@@ -23,6 +23,7 @@
 #include "common/log.hpp"
 #include "actors/node_context.hpp"
 #include "actors/replica_sets.hpp"
+#include "actors/replication_status.hpp"
 #include "replication/placement.hpp"
 #include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
@@ -248,6 +249,7 @@ struct membership_state {
   std::set<std::uint32_t> checking;
   bool removed_stop = false; // this node learnt it was removed: stopping
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool settled_once = false; // see settled()
   static inline const char* name = "membership";
 };
 
@@ -324,10 +326,16 @@ bool replicated(mem_self self) {
 // leads could serve stale data.
 constexpr std::chrono::milliseconds settle_time{3000};
 
+// Settled once stays settled: a peer that dies later must not hold up the
+// reconfiguration that its death calls for (issue 14's failover stall: a
+// node younger than settle_time configured nothing after a kill -9 until
+// settle_time had passed, up to 3 s of a partition without a primary).
 bool settled(mem_self self) {
   auto& st = self->state;
-  if (std::chrono::steady_clock::now() - st.started >= settle_time)
+  if (st.settled_once)
     return true;
+  if (std::chrono::steady_clock::now() - st.started >= settle_time)
+    return st.settled_once = true;
   for (const auto& [id, info] : st.ring->members()) {
     if (id == self_id(self) || gone(info.status))
       continue;
@@ -335,7 +343,7 @@ bool settled(mem_self self) {
     if (i == st.peers.end() || !i->second.up)
       return false;
   }
-  return true;
+  return st.settled_once = true;
 }
 
 // n_val > 1: routes to each partition's primary copy and configures this
@@ -694,6 +702,8 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
   if (fresh) {
     self->monitor(m);
     log(log_level::info, "peer ", id, " is up");
+    if (st.cfg.remote)
+      st.cfg.remote->link_up(id);
   }
   pe.membership = std::move(m);
   pe.incarnation = incarnation;
@@ -1480,11 +1490,18 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
         auto me = self->state.ring->members().find(id);
+        const bool departing = me != self->state.ring->members().end()
+                               && (gone(me->second.status)
+                                   || me->second.status == member_status::leaving);
         if (me != self->state.ring->members().end() && gone(me->second.status))
           log(log_level::info, "peer ", id, " has left the cluster");
         else
           log(log_level::warn, "peer ", id, " is down (", self->system().render(m.reason),
               "): its partitions are unavailable until it is back");
+        // Calls waiting on it fail now rather than at their timeout; not
+        // those to a node that leaves (its partitions forward them).
+        if (!departing && self->state.cfg.remote)
+          self->state.cfg.remote->link_lost(id);
         pe.served_when_down.clear();
         for (std::uint32_t p = 0; p < pe.parts.size(); ++p)
           if (pe.parts[p])
@@ -1569,7 +1586,20 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       if (h)
         send_gossip(self, h);
     },
-    [self](status_atom) -> std::string { return status_text(self); },
+    [self](status_atom) -> caf::result<std::string> {
+      auto text = status_text(self);
+      if (!replicated(self))
+        return text;
+      // With replication, each partition's primary, term, journal end and
+      // the lag of its other copies, asked of the primaries themselves.
+      auto rp = self->make_response_promise<std::string>();
+      gather_replication_status(self, self->state.routes->load(),
+                                std::chrono::milliseconds{1000},
+                                [rp, text](std::string table) mutable {
+                                  rp.deliver(text + table);
+                                });
+      return rp;
+    },
     // A copy of partition p here found itself stale (its journal is not a
     // prefix of the primary's): it is moved aside and replaced by an empty
     // copy that follows the primary from its log, once per run.

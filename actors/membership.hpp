@@ -81,6 +81,9 @@ struct membership_config {
   std::function<expected<caf::actor>(std::uint32_t, bool owned)> replace_copy;
   /// The two-phase commits this node coordinates (tx_active_atom answers).
   std::shared_ptr<coordinated_txs> coordinating;
+  /// Calls to other nodes' partitions: failed at once when a member's link
+  /// is lost (not when it leaves: actors/remote_calls.hpp).
+  std::shared_ptr<remote_calls> remote;
   /// Called once this node has left the cluster and handed off everything.
   std::function<void()> request_shutdown;
   /// This run's incarnation (the origin of the transaction ids its

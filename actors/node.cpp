@@ -545,11 +545,11 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     std::vector<std::shared_ptr<shard_inbox>> inboxes;
     for (std::size_t i = 0; i < units.size(); ++i)
       inboxes.push_back(self->server_->tasks(i));
-    auto remote = std::make_shared<remote_callers>(sys, units, inboxes,
-                                                   cfg.limits.request_timeout);
-    for (const auto& a : remote->actors())
+    auto callers = std::make_shared<remote_callers>(sys, units, inboxes,
+                                                    cfg.limits.request_timeout);
+    for (const auto& a : callers->actors())
       self->actors_.push_back(a);
-    ctx->remote = std::move(remote);
+    ctx->callers = std::move(callers);
   }
   std::vector<caf::actor> local(cfg.partitions);
   for (auto& core : cores) {
@@ -571,6 +571,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.request_shutdown = cfg.request_shutdown;
   mc.incarnation = ctx->incarnation;
   mc.coordinating = ctx->coordinating;
+  mc.remote = ctx->remote;
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;

@@ -14,6 +14,7 @@
 
 #include <caf/actor.hpp>
 
+#include "actors/remote_calls.hpp"
 #include "common/ids.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/request_limits.hpp"
@@ -159,7 +160,10 @@ struct node_context {
   std::shared_ptr<coordinated_txs> coordinating = std::make_shared<coordinated_txs>();
   /// How calls reach partitions on other nodes (actors/remote_callers.hpp);
   /// null on a node that never routes away (unit tests).
-  std::shared_ptr<const remote_callers> remote;
+  std::shared_ptr<const remote_callers> callers;
+  /// Calls waiting on other nodes: failed at once when a node's link is
+  /// lost (actors/remote_calls.hpp).
+  std::shared_ptr<remote_calls> remote = std::make_shared<remote_calls>();
 };
 
 } // namespace tally

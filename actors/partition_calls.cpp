@@ -1,6 +1,7 @@
 #include "actors/partition_calls.hpp"
 
-
+#include <atomic>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -36,22 +37,40 @@ Resp failed(error err) {
   return r;
 }
 
-// A request to a remote partition, through the node's remote callers
-// (actors/remote_callers.hpp): no actor spawned, no timer armed.
+// A request to a remote partition on `node`, through the node's remote
+// callers (actors/remote_callers.hpp: no actor spawned, no timer armed). It
+// fails at once when the link to that node is lost first, or was lost
+// already (remote_calls): CAF would let it wait out its timeout.
 template <class Resp, class Atom>
-void remote_call(const node_context& ctx, const caf::actor& target, Atom kind,
-                 std::string bytes, std::function<void(Resp)> done) {
-  if (!ctx.remote)
-    return done(failed<Resp>(make_error(errc::unavailable,
-                                        "this node has no remote callers to reach a "
-                                        "partition on another node")));
-  ctx.remote->call(target, kind, std::move(bytes),
-                   [done = std::move(done)](expected<std::string> reply) {
-                     if (!reply)
-                       return done(failed<Resp>(reply.err()));
-                     auto r = decode_wire<Resp>(*reply);
-                     done(r ? std::move(*r) : failed<Resp>(r.err()));
-                   });
+void remote_call(const node_context& ctx, const std::string& node, const caf::actor& target,
+                 Atom kind, std::string bytes, std::function<void(Resp)> done_once) {
+  if (!ctx.callers)
+    return done_once(failed<Resp>(make_error(errc::unavailable,
+                                             "this node has no remote callers to reach a "
+                                             "partition on another node")));
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto done = [answered, done_once = std::move(done_once)](Resp r) {
+    if (!answered->exchange(true))
+      done_once(std::move(r));
+  };
+  auto lost = [done, node] {
+    done(failed<Resp>(make_error(errc::unavailable,
+                                 "the node of a partition (" + node
+                                   + ") is down or unreachable; if this was a write, its "
+                                     "outcome is unknown: retry with the same op ids")));
+  };
+  auto registry = ctx.remote;
+  const auto id = registry->add(node, lost);
+  if (id == 0)
+    return lost();
+  ctx.callers->call(target, kind, std::move(bytes),
+                    [done, registry, id](expected<std::string> reply) {
+                      registry->finish(id);
+                      if (!reply)
+                        return done(failed<Resp>(reply.err()));
+                      auto r = decode_wire<Resp>(*reply);
+                      done(r ? std::move(*r) : failed<Resp>(r.err()));
+                    });
 }
 
 // One call to partition `p`: a local actor by anon_send of `Call`, a
@@ -65,7 +84,7 @@ void call_partition(caf::actor_system& /*sys*/, const node_context& ctx, std::ui
     return done(failed<Resp>(r.err()));
   if ((*r)->node == ctx.owner)
     return caf::anon_send((*r)->handle, kind, Call{std::move(req), std::move(done)});
-  remote_call<Resp>(ctx, (*r)->handle, kind, encode_wire(req), std::move(done));
+  remote_call<Resp>(ctx, (*r)->node, (*r)->handle, kind, encode_wire(req), std::move(done));
 }
 
 } // namespace

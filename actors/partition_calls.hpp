@@ -4,8 +4,9 @@
 // hop, no promise, no timer); a partition on another node is asked through
 // the shard's remote caller (actors/remote_callers.hpp), which fails the call
 // once the request timeout has passed without an answer, since a remote
-// node can die without answering (CAF-NOTES.md, "Multi-node"). Either way
-// `done` is called exactly once, on some actor's thread.
+// node can die without answering (CAF-NOTES.md, "Multi-node"), and at once
+// when the membership reports that node's link lost (actors/remote_calls.hpp).
+// Either way `done` is called exactly once, on some actor's thread.
 #pragma once
 
 #include <cstdint>

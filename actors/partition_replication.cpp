@@ -28,6 +28,12 @@ constexpr std::chrono::milliseconds link_timeout{3000};
 // How soon a primary sends again to a copy that refused a batch (it is
 // being reconfigured to follow this primary).
 constexpr std::chrono::milliseconds refused_retry{50};
+// How long a primary that stepped down (another copy's round promised a
+// higher term) waits before it tries to lead again, if its membership
+// still names it: the membership's view of a real take-over arrives
+// within gossip's time (milliseconds to a second), and trying earlier
+// would fence the new primary in turn.
+constexpr std::chrono::milliseconds step_down_grace{1000};
 // "No prefix check" in r_append / r_fetch: the record before is unknown.
 constexpr std::uint64_t no_prev = UINT64_MAX;
 
@@ -100,9 +106,23 @@ void partition_replication::fail_held(const error& err) {
 
 void partition_replication::flushed(caf::event_based_actor* self, partition_core& core,
                                     std::vector<answer_fn> answers) {
-  if (role_ != copy_role::primary || !progress_) {
+  if (role_ == copy_role::solo) {
     for (auto& a : answers)
       a(std::nullopt);
+    return;
+  }
+  if (role_ != copy_role::primary || !progress_) {
+    // Writes admitted while this copy led, flushed after it stopped leading
+    // (stepped down, or the membership moved the primary): durable here
+    // only, and this copy's tail may be replaced by the new primary's
+    // journal. Acknowledging them lost them (issue 14: an increment
+    // acknowledged this way was gone after the next full copy).
+    for (auto& a : answers)
+      a(make_error(errc::unavailable,
+                   "partition " + std::to_string(index_)
+                     + ": this copy stopped leading before the write reached "
+                     + std::to_string(w_) + " copies; its outcome is unknown: retry with "
+                       "the same op ids"));
     return;
   }
   for (auto& b : core.take_flushed()) {
@@ -231,11 +251,14 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
   p.sent_at = std::chrono::steady_clock::now();
   const auto epoch = epoch_;
   const node_id node = p.node;
-  self->request(p.handle, link_timeout, r_append_atom::value, self_node_, encode_batch(b), po, ps)
+  self->request(p.handle, link_timeout, r_append_atom::value, self_node_, encode_batch(b), po, ps,
+                term_.n, term_.by)
     .then(
-      [this, self, epoch, node](std::uint64_t end, std::uint8_t status) {
+      [this, self, epoch, node](std::uint64_t end, std::uint8_t status, std::uint64_t pn,
+                                node_id& pby) {
         if (epoch != epoch_)
           return;
+        fence_.saw(copy_term{pn, std::move(pby)});
         on_ack(self, node, end, static_cast<repl_status>(status));
       },
       [this, epoch, node](caf::error&) {
@@ -274,6 +297,14 @@ void partition_replication::on_ack(caf::event_based_actor* self, const node_id& 
         self->delayed_send(self, refused_retry, r_pump_atom::value);
       }
       return;
+    case repl_status::fenced:
+      // That copy promised a higher term to another copy's take-over: this
+      // one no longer leads (it tries again if its membership still names
+      // it, on the next tick).
+      log(log_level::warn, "partition ", index_, ": the copy on ", node,
+          " promised a higher term than this primary's (", term_.to_string(), ")");
+      step_down(self, copy_term{});
+      return;
   }
   release(self);
   if (auto* core = core_ ? core_() : nullptr)
@@ -298,6 +329,16 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
     pump(self, core);
   } else if (role_ == copy_role::promoting) {
     promote(self, core);
+  } else if (role_ == copy_role::replica && wants_primary_
+             && now - stepped_down_at_ >= step_down_grace) {
+    // Stepped down (a higher term was promised), and the membership still
+    // names this copy after a while (its view would have moved to the new
+    // primary by then, had it taken over for good): a new round, under a
+    // higher term.
+    ++epoch_;
+    primary_ = self_node_;
+    role_ = copy_role::promoting;
+    promote(self, core);
   }
 }
 
@@ -314,11 +355,16 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   const bool wants_primary = role == copy_role::primary;
   const bool is_primary = before == copy_role::primary || before == copy_role::promoting;
   if (same_peers && w == w_ && primary == primary_
-      && (wants_primary ? is_primary : before == role))
+      && (wants_primary ? is_primary : before == role)) {
+    wants_primary_ = wants_primary;
     return;
+  }
   if (before == copy_role::stale && role != copy_role::solo)
     return; // a stale copy stays out until it is replaced
+  wants_primary_ = role == copy_role::primary;
   ++epoch_;
+  log(log_level::debug, "partition ", index_, ": configured as ", to_string(role),
+      " (primary ", primary, ", was ", to_string(before), ", epoch ", epoch_, ")");
   std::vector<peer_link> links;
   for (std::size_t i = 0; i < peers.size(); ++i) {
     peer_link l;
@@ -365,6 +411,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   // Primary: a copy that already leads only takes the new peer list; any
   // other first catches up from the copies that answer.
   if (before == copy_role::primary || before == copy_role::solo) {
+    if (before == copy_role::solo)
+      term_ = fence_.start_round(self_node_, wall_clock_us()); // no other copy to ask
     become_primary(self, *core);
     return;
   }
@@ -439,7 +487,7 @@ void partition_replication::send_seed_chunk(caf::event_based_actor* self, const 
   const auto offset = st.offset;
   const auto size = chunk.size();
   self->request(p->handle, 3 * link_timeout, r_seed_atom::value, self_node_, offset,
-                std::move(chunk), last)
+                std::move(chunk), last, term_.n, term_.by)
     .then(
       [this, self, node, epoch, offset, size, last](std::uint64_t end, std::uint8_t status) {
         if (epoch != epoch_)
@@ -485,34 +533,50 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     return; // a round of this configuration is still out (the tick retries)
   promote_round_ = epoch_;
   // Every acknowledged write is on w of the n copies; the copies that
-  // answer, this one included, are n - w + 1 or more: one of them has it.
+  // promise this round's term, this one included, are n - w + 1 or more:
+  // one of them has it, and none takes a batch of an older primary from
+  // now on (replication/copy_fence.hpp).
   const std::size_t n = peers_.size() + 1;
   const std::size_t need = n - std::min<std::size_t>(w_, n); // answers besides this copy
+  term_ = fence_.start_round(self_node_, wall_clock_us());
   struct answer {
     std::size_t peer = 0;
     std::uint64_t end = 0;
     std::uint64_t last_o = no_prev, last_s = no_prev; // tx of the record at end - 1
   };
   struct round {
-    std::size_t asked = 0, answered = 0, failed = 0;
+    std::size_t asked = 0, answered = 0, failed = 0, refused = 0;
+    bool higher = false; // a refusal named a term above this round's
     std::uint64_t best_end = 0;
     std::size_t best = 0;
     std::vector<answer> answers;
   };
   auto r = std::make_shared<round>();
+  log(log_level::debug, "partition ", core.index(), ": take-over round (term ",
+      term_.to_string(), ", journal end ", core.log_end(), ", ", need, " promises needed)");
   r->best_end = core.log_end();
   r->best = peers_.size();
   const auto epoch = epoch_;
   auto done = [this, self, r, need, epoch]() {
-    if (epoch != epoch_ || r->answered + r->failed < r->asked)
+    if (epoch != epoch_ || r->answered + r->failed + r->refused < r->asked)
       return;
     auto* c = core_ ? core_() : nullptr;
     if (!c)
       return;
+    log(log_level::debug, "partition ", c->index(), ": take-over round (term ",
+        term_.to_string(), ") promised by ", r->answered, " of ", r->asked, ", refused by ",
+        r->refused, " (longest end ", r->best_end, ")");
     if (r->answered < need) {
       promote_round_ = 0; // the next tick asks again
+      fence_.abandon_round(term_);
       log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
-          r->answered, " of the ", need, " other copies needed answered; retrying");
+          r->answered, " of the ", need, " other copies needed promised term ",
+          term_.to_string(), (r->higher ? " (a higher term was promised)" : ""), "; retrying");
+      if (r->higher && !pump_scheduled_) {
+        // Soon again, under a term above the one they named.
+        pump_scheduled_ = true;
+        self->delayed_send(self, refused_retry, r_pump_atom::value);
+      }
       return; // the tick tries again
     }
     if (r->best == peers_.size()) {
@@ -544,10 +608,19 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (!peers_[i].handle)
       continue;
     ++r->asked;
-    self->request(peers_[i].handle, link_timeout, r_end_atom::value)
+    self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by)
       .then(
-        [r, i, done](std::uint64_t end, std::uint8_t, std::uint64_t last_o,
-                     std::uint64_t last_s) {
+        [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t, std::uint64_t last_o,
+                           std::uint64_t last_s, std::uint64_t pn, node_id& pby) {
+          if (!promised) {
+            ++r->refused;
+            copy_term theirs{pn, std::move(pby)};
+            if (term_ < theirs)
+              r->higher = true; // else: stale, or no copy open there (handed off)
+            fence_.saw(theirs);
+            done();
+            return;
+          }
           ++r->answered;
           r->answers.push_back({i, end, last_o, last_s});
           if (end > r->best_end) {
@@ -647,9 +720,40 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
     p.in_flight = false;
   if (!was)
     log(log_level::info, "partition ", core.index(), ": primary (", peers_.size(),
-        " other copies, w = ", w_, ", journal end ", core.log_end(), ")");
+        " other copies, w = ", w_, ", journal end ", core.log_end(), ", term ",
+        term_.to_string(), ")");
   release(self);
   pump(self, core);
+}
+
+void partition_replication::step_down(caf::event_based_actor*, const copy_term& by) {
+  if (role_ != copy_role::primary && role_ != copy_role::promoting)
+    return;
+  ++epoch_;
+  log(log_level::warn, "partition ", index_, ": steps down as primary (term ",
+      term_.to_string(), "): a higher term was promised",
+      (by.by.empty() ? std::string{} : " to " + by.by + " (term " + by.to_string() + ")"));
+  fail_held(make_error(errc::unavailable,
+                       "partition " + std::to_string(index_) + ": the primary stepped down "
+                         "before the write reached " + std::to_string(w_)
+                         + " copies; its outcome is unknown: retry with the same op ids"));
+  if (!unreplicated_.empty()) {
+    unreplicated_.clear();
+    if (on_visible_)
+      on_visible_();
+  }
+  for (auto& p : peers_)
+    end_seed(p);
+  progress_.reset();
+  recent_.clear();
+  recent_records_ = 0;
+  if (auto* core = core_ ? core_() : nullptr) {
+    core->keep_flushed(false);
+    core->keep_log_from(0);
+  }
+  role_ = copy_role::replica;
+  primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
+  stepped_down_at_ = std::chrono::steady_clock::now();
 }
 
 void partition_replication::report_stale(caf::event_based_actor* self, partition_core& core,
@@ -672,7 +776,7 @@ std::string partition_replication::describe() const {
   if (role_ == copy_role::replica && !primary_.empty())
     os << " of " << primary_;
   if (role_ == copy_role::primary && progress_) {
-    os << ", w " << w_;
+    os << ", term " << term_.to_string() << ", w " << w_;
     for (const auto& p : peers_)
       os << "; " << p.node << (p.handle ? "" : " (down)") << (p.stale ? " (stale)" : "")
          << " at " << progress_->end_of(p.node);
@@ -696,31 +800,37 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                 std::move(peers), std::move(handles), w);
     },
     [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
-                 std::uint64_t prev_s) -> std::tuple<std::uint64_t, std::uint8_t> {
+                 std::uint64_t prev_s, std::uint64_t term_n, node_id& term_by)
+      -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
       auto* c = core_();
+      auto answer = [this](std::uint64_t end, repl_status s)
+        -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
+        return {end, static_cast<std::uint8_t>(s), fence_.promised().n, fence_.promised().by};
+      };
       if (!c)
-        return {0, static_cast<std::uint8_t>(repl_status::refused)};
+        return answer(0, repl_status::refused);
       const lsn end = c->log_end();
-      auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
+      if (!fence_.admits(copy_term{term_n, std::move(term_by)}))
+        return answer(end, repl_status::fenced);
       if (role_ != copy_role::replica || from != primary_)
-        return {end, status(repl_status::refused)};
+        return answer(end, repl_status::refused);
       auto b = decode_batch(bytes);
       if (!b) {
         log(log_level::warn, "partition ", c->index(), ": bad batch from ", from, ": ",
             b.err().to_string());
-        return {end, status(repl_status::refused)};
+        return answer(end, repl_status::refused);
       }
       if (b->first > end)
-        return {end, status(repl_status::gap)};
+        return answer(end, repl_status::gap);
       if (!prefix_matches(*c, b->first, prev_o, prev_s)
           || (b->empty() && b->first < end))
-        return {end, status(repl_status::diverged)}; // the primary sends a full copy
+        return answer(end, repl_status::diverged); // the primary sends a full copy
       auto applied = c->apply_replicated(*b);
       if (!applied) {
         report_stale(self, *c, applied.err().to_string());
-        return {end, status(repl_status::diverged)};
+        return answer(end, repl_status::diverged);
       }
-      return {*applied, status(repl_status::applied)};
+      return answer(*applied, repl_status::applied);
     },
     [this](r_fetch_atom, std::uint64_t from, std::uint64_t prev_o, std::uint64_t prev_s,
            std::uint64_t max) -> std::tuple<std::uint8_t, std::string> {
@@ -739,10 +849,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                 {}};
       return {status(repl_status::applied), encode_batch(*b)};
     },
-    [this](r_seed_atom, node_id& from, std::uint64_t offset, std::string& bytes,
-           bool last) -> std::tuple<std::uint64_t, std::uint8_t> {
+    [this](r_seed_atom, node_id& from, std::uint64_t offset, std::string& bytes, bool last,
+           std::uint64_t term_n, node_id& term_by) -> std::tuple<std::uint64_t, std::uint8_t> {
       auto* c = core_();
       auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
+      if (!fence_.admits(copy_term{term_n, std::move(term_by)}))
+        return {0, status(repl_status::fenced)};
       if (!c || role_ != copy_role::replica || from != primary_ || !reopen_)
         return {0, status(repl_status::refused)};
       namespace fs = std::filesystem;
@@ -779,8 +891,58 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     },
     [this, self](r_pump_atom) {
       pump_scheduled_ = false;
-      if (auto* c = core_())
+      auto* c = core_();
+      if (c && role_ == copy_role::promoting)
+        promote(self, *c); // a round refused for a higher term: again, above it
+      else if (c)
         pump(self, *c);
+    },
+    // A take-over round's question (replication/copy_fence.hpp): promise
+    // its term, and say how far this journal goes. Promised, a primary or
+    // a promoting copy of a lower term steps down; a replica takes
+    // batches from the promoter from now on.
+    [this, self](r_fence_atom, std::uint64_t term_n, node_id& term_by)
+      -> std::tuple<bool, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t,
+                    std::uint64_t, node_id> {
+      auto* c = core_();
+      copy_term t{term_n, std::move(term_by)};
+      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !fence_.promise(t)) {
+        const auto& p = fence_.promised();
+        return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, p.n, p.by};
+      }
+      if (role_ == copy_role::primary || role_ == copy_role::promoting)
+        step_down(self, t);
+      else
+        primary_ = t.by;
+      std::uint64_t o = no_prev, q = no_prev;
+      if (auto tx = c->tx_at(c->log_end() - 1); tx) {
+        o = *tx ? (*tx)->origin : 0;
+        q = *tx ? (*tx)->seq : 0;
+      }
+      return {true, c->log_end(), static_cast<std::uint8_t>(role_), o, q, t.n, t.by};
+    },
+    // For `cluster status` (actors/replication_status.hpp): this copy's
+    // role, journal end and term, and, as a primary, how far each other
+    // copy holds its journal (ends as decimal text).
+    [this](r_status_atom)
+      -> std::tuple<std::string, std::uint64_t, std::uint64_t, std::vector<std::string>,
+                    std::vector<std::string>, std::vector<std::string>> {
+      auto* c = core_();
+      std::vector<std::string> nodes, ends, states;
+      if (role_ == copy_role::primary && progress_) {
+        for (const auto& p : peers_) {
+          const auto at = progress_->end_of(p.node);
+          nodes.push_back(p.node);
+          ends.push_back(std::to_string(at));
+          states.push_back(!p.handle ? "down"
+                           : p.stale ? "stale"
+                           : p.seed  ? "receiving a full copy"
+                           : at == 0 ? "not heard from yet"
+                                     : "ok");
+        }
+      }
+      return {to_string(role_), c ? c->log_end() : 0, term_.n, std::move(nodes),
+              std::move(ends), std::move(states)};
     },
     [this](r_end_atom)
       -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t> {

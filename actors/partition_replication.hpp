@@ -15,16 +15,22 @@
 //              and is replaced (replica_sets).
 //
 // Messages (atoms in actors/atoms.hpp), between copies of one partition:
-//   (r_append, from node, batch bytes, prev origin, prev seq)
+//   (r_append, from node, batch bytes, prev origin, prev seq, term n, term by)
 //        -> (end, status)   status: r_applied | r_gap (send from `end`) |
-//                           r_refused (not your replica) | r_diverged
+//                           r_refused (not your replica) | r_diverged |
+//                           r_fenced (a higher term was promised here)
 //   (r_fetch, from LSN, prev origin, prev seq, max records)
 //        -> (status, batch bytes)  status: r_applied | r_diverged |
 //                           r_folded (needs a full copy) | r_refused
+//   (r_fence, term n, term by) -> (promised, end, role, origin and seq of
+//        the tx of the record at end - 1, promised term n, by): a take-over
+//        round's question (replication/copy_fence.hpp); a primary that
+//        promises a higher term than its own steps down
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
-//   (r_seed, from node, offset, bytes, last) -> (end, status): a full copy
-//        of the primary's store, in order, for a copy its log cannot
-//        bring up to date (docs/REPLICATION.md, "Full copies")
+//        (asked by the membership: no promise)
+//   (r_seed, from node, offset, bytes, last, term n, term by) -> (end,
+//        status): a full copy of the primary's store, in order, for a copy
+//        its log cannot bring up to date (docs/REPLICATION.md, "Full copies")
 // from the membership actor of the same node:
 //   (r_config, role, primary node, peer nodes, peer actors, w)
 // to it:
@@ -45,6 +51,7 @@
 
 #include "actors/partition_core.hpp"
 #include "common/error.hpp"
+#include "replication/copy_fence.hpp"
 #include "replication/replica_progress.hpp"
 
 namespace tally {
@@ -53,7 +60,9 @@ enum class copy_role : std::uint8_t { solo = 0, primary = 1, replica = 2, promot
 const char* to_string(copy_role r) noexcept;
 
 /// r_append / r_fetch statuses.
-enum class repl_status : std::uint8_t { applied = 0, gap = 1, refused = 2, diverged = 3, folded = 4 };
+enum class repl_status : std::uint8_t {
+  applied = 0, gap = 1, refused = 2, diverged = 3, folded = 4, fenced = 5
+};
 
 class partition_replication {
 public:
@@ -145,6 +154,9 @@ private:
   void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
                  std::uint64_t epoch);
   void become_primary(caf::event_based_actor* self, partition_core& core);
+  // A higher term than this copy's own was promised here: it no longer
+  // leads (its held writes' outcome is unknown) and follows `by`.
+  void step_down(caf::event_based_actor* self, const copy_term& by);
   void report_stale(caf::event_based_actor* self, partition_core& core, const std::string& why);
   peer_link* find_peer(const node_id& n);
 
@@ -172,6 +184,10 @@ private:
   bool pump_scheduled_ = false;
   std::uint64_t promote_round_ = 0; // the epoch whose take-over round is out
   std::uint32_t index_ = 0;
+  copy_fence fence_;   // the terms this copy promised (replication/copy_fence.hpp)
+  copy_term term_;     // the term it leads under (primary), or tries to (promoting)
+  bool wants_primary_ = false; // its membership's last r_config named it primary
+  std::chrono::steady_clock::time_point stepped_down_at_{};
 };
 
 } // namespace tally

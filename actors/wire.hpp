@@ -25,7 +25,10 @@ namespace tally {
 /// cluster whose members speak another version (docs/CLUSTER.md).
 /// 2: read items ask for the object's state, read replies carry it, and
 /// effects and values of every CRDT type travel (actors/wire.cpp).
-constexpr std::uint8_t wire_version = 2;
+/// 3: replication batches and full copies carry the primary's term, and a
+/// take-over round asks each copy to promise its term (r_fence,
+/// replication/copy_fence.hpp).
+constexpr std::uint8_t wire_version = 3;
 
 /// Bytes of `msg`. Defined for part_read_req, part_read_resp,
 /// part_prepare_req, part_time_resp, part_commit_req, part_abort_req,

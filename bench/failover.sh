@@ -51,8 +51,9 @@ cluster_pid=$!
 
 # True when node i's status lists every node serving exactly what it owns
 # (no handoff under way: a node killed while it hands a partition off
-# leaves it without a primary until it is back, see docs/REPLICATION.md)
-# and a primary for every partition.
+# leaves it without a primary until it is back, see docs/REPLICATION.md),
+# a primary for every partition, and 3 current copies of each (a copy
+# opened empty after a join counts once it has caught up).
 settled_on() {
   local s
   s=$("$bin/tally" --admin-socket "$tmp/node$1/admin.sock" cluster status 2>/dev/null) || return 1
@@ -62,7 +63,8 @@ settled_on() {
     /^tally@/ && NF == 2 { split($2, l, " "); led += l[1] }
     /^no reachable copy/ { bad = 1 }
     /^handoff in progress/ { bad = 1 }
-    END { exit !(ring > 0 && m == n && led == ring && !bad) }' <<<"$s"
+    /^copies: every partition has/ { full = 1 }
+    END { exit !(ring > 0 && m == n && led == ring && full && !bad) }' <<<"$s"
 }
 settled() {
   local i

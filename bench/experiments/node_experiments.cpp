@@ -154,9 +154,7 @@ status run_fbf_failover(const options& opts) {
   p.cluster.root = cluster_root("fbf-failover");
   p.cluster.nodes = 3;
   p.cluster.n_val = 3;
-  // Plain node links: with TLS links a write can stall on the survivors after
-  // a kill -9 (open defect, docs/REPLICATION.md "Not done yet").
-  p.cluster.insecure_links = true;
+  // TLS node links (the default since issue 14's failover stall was fixed).
   // A retry may come up to retry_limit (20 s) after the first send, across
   // the failover: the FBF window (N+1)t = 30 s covers the retry timeout R =
   // 30 s (docs/FBF.md); tallyd's defaults (R = 5 s) are for clients that give

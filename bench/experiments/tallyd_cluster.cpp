@@ -75,17 +75,22 @@ std::vector<std::string> fields_of(const std::string& line) {
 }
 
 // One node's `cluster status` says the ring has settled: `members` rows, each
-// up and serving what it owns, no handoff, every copy set led (docs/CLUSTER.md
-// and docs/REPLICATION.md describe the text).
+// up and serving what it owns, no handoff, every copy set led and n_val
+// current copies of every partition (docs/CLUSTER.md and docs/REPLICATION.md
+// describe the text). A copy opened empty after a join is not current until
+// it has caught up: killing the node with the only current copy before then
+// leaves that partition unserved until the node is back.
 bool settled(const std::string& text, std::size_t members) {
   std::istringstream in{text};
   std::size_t rows = 0, led = 0;
-  bool replicated = false;
+  bool replicated = false, all_copies = false;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("handoff in progress", 0) == 0 || line.rfind("no reachable copy", 0) == 0)
       return false;
     if (line.rfind("replication:", 0) == 0)
       replicated = true;
+    if (line.rfind("copies: every partition has", 0) == 0)
+      all_copies = true;
     if (line.rfind("tally@", 0) != 0)
       continue;
     const auto f = fields_of(line);
@@ -97,7 +102,7 @@ bool settled(const std::string& text, std::size_t members) {
       led += std::strtoul(f[1].c_str(), nullptr, 10);
     }
   }
-  return rows == members && (!replicated || led > 0);
+  return rows == members && (!replicated || (led > 0 && all_copies));
 }
 
 } // namespace

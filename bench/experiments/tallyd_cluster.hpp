@@ -56,7 +56,8 @@ public:
   /// Starts the nodes one by one (a joiner that exits at once, its join timed
   /// out, is started again, up to 3 times), then waits until every node's `cluster
   /// status` shows every member up and serving what it owns, no handoff
-  /// under way and (n_val > 1) a primary for every copy set, and a write of
+  /// under way and (n_val > 1) a primary for every copy set and n_val
+  /// current copies of every partition, and a write of
   /// one key per partition succeeds through every node. errc::not_found when
   /// spec.tallyd is not an executable file; errc::unavailable (with the
   /// node's log tail) when a node exits or the cluster does not settle

@@ -241,9 +241,7 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
     local_cluster cl{"batch"};
-    // Plain node links: replication over TLS links stalls after a kill -9
-    // (open defect, docs/REPLICATION.md "Not done yet").
-    cl.extra = {"--n-val", "3", "--insecure-cluster-links"};
+    cl.extra = {"--n-val", "3"}; // TLS node links (the default)
     for (int i = 0; i < 4; ++i)
       BOOST_REQUIRE(cl.add());
     BOOST_REQUIRE(cl.wait_settled());

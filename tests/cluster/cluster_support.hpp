@@ -187,8 +187,9 @@ struct local_cluster {
 
   /// True once every node's `cluster status` (through its admin socket)
   /// shows every member up and serving exactly what it owns, no handoff
-  /// under way and, with replication, a primary for every partition: the
-  /// ring has settled after joins (within `limit`).
+  /// under way and, with replication, a primary for every partition and
+  /// n_val current copies of each: the ring has settled after joins
+  /// (within `limit`).
   bool wait_settled(std::chrono::milliseconds limit = std::chrono::milliseconds{60000}) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     for (;;) {
@@ -212,12 +213,14 @@ struct local_cluster {
   static bool settled_status(const std::string& text, std::size_t members) {
     std::istringstream in{text};
     std::size_t rows = 0, led = 0;
-    bool replicated = false;
+    bool replicated = false, all_copies = false;
     for (std::string line; std::getline(in, line);) {
       if (line.rfind("handoff in progress", 0) == 0 || line.rfind("no reachable copy", 0) == 0)
         return false;
       if (line.rfind("replication:", 0) == 0)
         replicated = true;
+      if (line.rfind("copies: every partition has", 0) == 0)
+        all_copies = true;
       if (line.rfind("tally@", 0) != 0)
         continue;
       std::vector<std::string> f;
@@ -236,7 +239,13 @@ struct local_cluster {
         led += std::stoul(f[1]);
       }
     }
-    return rows == members && (!replicated || led > 0);
+    // With replication, also n_val current copies of every partition: a
+    // copy opened empty after a join (a handoff leaves its sender an empty
+    // copy to fill) does not count until it has caught up, and while the
+    // only current copy of a partition is on one node, a kill of that node
+    // leaves the partition unserved until it is back (docs/REPLICATION.md,
+    // "Failover").
+    return rows == members && (!replicated || (led > 0 && all_copies));
   }
 
   /// True once a read of one key per partition succeeds through every node

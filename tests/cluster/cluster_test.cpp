@@ -7,12 +7,15 @@
 // TALLY_TEST_SEED=<seed>); every loop is bounded.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -383,29 +386,57 @@ BOOST_AUTO_TEST_CASE(kill_9_of_a_node_fails_its_partitions_fast_and_loses_nothin
   }
 }
 
+// Writes through the survivors of a kill -9 of one node of three, each
+// attempt a write of one key per partition, from the kill until one
+// commits through each (bounded: 30 s); the milliseconds it took per
+// survivor (-1: never), and the errors seen before.
+std::vector<long long> time_to_write(local_cluster& cl, const std::vector<std::size_t>& through,
+                                     clock_type::time_point killed_at,
+                                     std::vector<std::string>& why) {
+  const auto group = one_key_per_partition("failover");
+  std::vector<long long> ms(through.size(), -1);
+  why.assign(through.size(), {});
+  std::vector<std::thread> probes;
+  for (std::size_t i = 0; i < through.size(); ++i)
+    probes.emplace_back([&, i] {
+      std::vector<counter_inc> ups;
+      for (const auto& k : group)
+        ups.push_back(counter_inc{k, 1});
+      while (clock_type::now() < killed_at + std::chrono::seconds(30)) {
+        auto c = connect_to(cl.nodes[through[i]]->port);
+        auto r = c ? c->update(ups) : expected<std::string>{c.err()};
+        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           clock_type::now() - killed_at).count();
+        if (r) {
+          ms[i] = now;
+          return;
+        }
+        why[i] += (why[i].empty() ? "" : "; ") + std::to_string(now) + " ms: "
+                  + r.err().to_string();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  for (auto& t : probes)
+    t.join();
+  return ms;
+}
+
 // n_val 3 (docs/REPLICATION.md): one node of three killed mid-load. Every
 // partition fails over to a surviving copy, so every key stays served
 // through the survivors, and nothing acknowledged is lost; once the
 // failover is done, writes do not fail at all. The node comes back, catches
 // up, and every node reads the same values.
 //
-// Disabled in the default run (run it by name: build/bin/test_cluster
-// --run_test=cluster_tests/with_three_copies_a_kill_9_loses_nothing_and_every_key_stays_served):
-// run alone it failed 5 of 5 times in stop 12, on main as it was before the
-// stop (2 of 2: a write through a survivor timed out) and after (3 of 3:
-// some partition not served through the survivors within 20 s); in the
-// whole suite it passed in 2 of 3 runs. That is the open failover stall of
-// issue 14 (docs/REPLICATION.md, "Not done yet"), not a flaw of the test;
-// it goes back into the default run with the stall's fix.
-BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stays_served,
-                     *boost::unit_test::disabled()) {
+// It was disabled in the default run while the failover stall of issue 14
+// made it fail (5 of 5 runs alone in stop 12): the kill came before the
+// copies the joins had opened empty were filled, so some partition had its
+// only current copy on the killed node (docs/REPLICATION.md, "Failover").
+// wait_settled now waits for n_val current copies of every partition.
+BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stays_served) {
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
     local_cluster cl{"batch"};
-    // Plain node links: with TLS links (the default) writes to some
-    // partitions can stall on the survivors after the kill (open defect,
-    // docs/REPLICATION.md "Not done yet").
-    cl.extra = {"--n-val", "3", "--insecure-cluster-links"};
+    cl.extra = {"--n-val", "3"}; // TLS node links (the default)
     for (int i = 0; i < 3; ++i)
       BOOST_REQUIRE(cl.add());
     BOOST_REQUIRE(cl.wait_settled()); // a kill during a handoff: docs/REPLICATION.md
@@ -417,39 +448,30 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
     std::thread load{increment_load, cl.nodes[0]->port, std::cref(keys), rng.gen(),
                      std::ref(stop), 600, std::ref(recs[0]), std::ref(progress)};
     bool ran = wait_progress(progress, 200);
-    const auto killed_at = clock_type::now();
     cl.nodes[2]->stop(SIGKILL);
+    const auto killed_at = clock_type::now();
+    // While the load goes on: every partition writable through each
+    // survivor, timed from the kill.
+    std::vector<std::string> why;
+    const auto writable_ms = time_to_write(cl, {0, 1}, killed_at, why);
     load.join();
     BOOST_REQUIRE(ran);
     BOOST_TEST_MESSAGE("during the failover: " << recs[0].failures << " of 600 failed"
                                                << (recs[0].failures ? ", first: " : "")
                                                << recs[0].first_failure);
-    // Every partition is served again through both survivors: reads, then
-    // a write of one key per partition (bounded retries).
+    for (std::size_t n : {0u, 1u})
+      BOOST_REQUIRE_MESSAGE(writable_ms[n] >= 0, "no write to every partition through node "
+                                                   << n << " within 30 s: " << why[n]);
+    BOOST_TEST_MESSAGE("every partition writable through node 0 " << writable_ms[0]
+                       << " ms and through node 1 " << writable_ms[1]
+                       << " ms after the kill" << (why[0].empty() ? "" : "; node 0 failed: ")
+                       << why[0] << (why[1].empty() ? "" : "; node 1 failed: ") << why[1]);
+    // Issue 14: every key served again within about 2 s (measured: 15-465
+    // ms in 20 runs on this 2-core machine with a load average of 5-19).
+    for (std::size_t n : {0u, 1u})
+      BOOST_TEST(writable_ms[n] < 2000, "through node " << n << ": " << writable_ms[n]
+                                                       << " ms; " << why[n]);
     BOOST_REQUIRE(cl.wait_serving({0, 1}));
-    const auto group = one_key_per_partition("failover");
-    for (std::size_t n : {0u, 1u}) {
-      bool wrote = false;
-      std::string why;
-      for (auto deadline = clock_type::now() + std::chrono::seconds(30);
-           !wrote && clock_type::now() < deadline;) {
-        auto c = connect_to(cl.nodes[n]->port);
-        std::vector<counter_inc> ups;
-        for (const auto& k : group)
-          ups.push_back(counter_inc{k, 1});
-        auto r = c ? c->update(ups) : expected<std::string>{c.err()};
-        wrote = r.has_value();
-        if (!wrote) {
-          why = r.err().to_string();
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-      }
-      BOOST_REQUIRE_MESSAGE(wrote, "no write to every partition through node " << n << ": " << why);
-    }
-    BOOST_TEST_MESSAGE("every partition served and writable "
-                       << std::chrono::duration_cast<std::chrono::milliseconds>(
-                            clock_type::now() - killed_at).count()
-                       << " ms after the kill");
     bool exact = false;
     auto bad = check_sums(cl.nodes[1]->port, keys, recs, exact);
     BOOST_TEST(bad.empty(), (bad.empty() ? "" : bad[0]));
@@ -482,6 +504,211 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
   }
 }
 
+// Issue 14's failover stall, pinned: a write through a survivor whose
+// prepare is in flight to a primary when that primary's node is killed.
+// CAF never fails a request to a node whose link is lost (it times out,
+// CAF-NOTES.md), so the coordinator waited its request timeout (10 s) with
+// the write's op ids prepared on the other partitions, and the client's
+// resends waited behind them: a write through a survivor failed for 3 s
+// (the client's retry window) or more in 3 of 5 runs of the test above,
+// though every partition had a new primary within milliseconds. Now the
+// call fails as soon as the membership sees the node down
+// (actors/remote_calls.hpp), and the write through the survivor, retried,
+// commits. Node 2 is paused first so that the prepare is surely in flight
+// (on its socket, unread) when the kill comes.
+BOOST_AUTO_TEST_CASE(with_three_copies_a_write_in_flight_to_a_killed_primary_fails_at_once) {
+  local_cluster cl{"batch"};
+  cl.extra = {"--n-val", "3"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  // One key per partition: a two-phase commit with a prepare on every
+  // primary, so on node 2's (it leads the partitions it owns).
+  const auto group = one_key_per_partition("inflight");
+  std::vector<counter_inc> ups;
+  for (const auto& k : group)
+    ups.push_back(counter_inc{k, 1});
+  ::kill(cl.nodes[2]->pid, SIGSTOP);
+  // The client waits long (no resend of its own), longer than the node's
+  // request timeout: the answer it gets is the node's.
+  std::atomic<bool> answered{false};
+  std::string first_answer;
+  clock_type::time_point answered_at;
+  std::thread writer{[&] {
+    auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{30000});
+    auto r = c ? c->update(ups) : expected<std::string>{c.err()};
+    first_answer = r ? std::string{"committed"} : r.err().to_string();
+    answered_at = clock_type::now();
+    answered = true;
+  }};
+  // Long enough for the prepares to be sent; well below the heartbeats'
+  // 2 s, after which the paused node would be declared down anyway.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const bool pending_at_kill = !answered.load();
+  cl.nodes[2]->stop(SIGKILL);
+  const auto killed_at = clock_type::now();
+  writer.join();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      answered_at - killed_at).count();
+  BOOST_TEST_MESSAGE("the write in flight was answered " << took << " ms after the kill: "
+                     << first_answer);
+  BOOST_TEST_REQUIRE(pending_at_kill); // node 2 led a partition: its prepare waited
+  // The node's failure detection is at once for a kill -9 (the link
+  // closes); 2 s leaves room for a loaded machine, far below the request
+  // timeout (10 s) the call waited before.
+  BOOST_TEST(took < 2000, "answered " << took << " ms after the kill: " << first_answer);
+  BOOST_TEST(first_answer.find("down or unreachable") != std::string::npos, first_answer);
+  // Retried (new op ids: the first attempt failed, none of it was applied
+  // or it is aborted), it commits through the survivor within about 2 s.
+  bool wrote = false;
+  std::string why;
+  while (!wrote && clock_type::now() < killed_at + std::chrono::seconds(10)) {
+    auto c = connect_to(cl.nodes[0]->port);
+    auto r = c ? c->update(ups) : expected<std::string>{c.err()};
+    wrote = r.has_value();
+    if (!wrote) {
+      why = r.err().to_string();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  const auto writable = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          clock_type::now() - killed_at).count();
+  BOOST_TEST_MESSAGE("a write to every partition committed through node 0 " << writable
+                     << " ms after the kill");
+  BOOST_REQUIRE_MESSAGE(wrote, why);
+  BOOST_TEST(writable < 2000, "writable " << writable << " ms after the kill");
+}
+
+// Issue 14's failover stall, second cause pinned: a node configures its
+// copies only once it has heard from every member, or 3 s after its start
+// (so that a restarted node does not lead with a stale copy before it knows
+// who leads now). That rule also held after a member died: a survivor
+// younger than 3 s left its copies unconfigured until then, so the
+// partitions the dead node led had no primary (or no second copy taking
+// writes) for up to 3 s. bench/failover.sh kills right after a restart and
+// settle: the 2.2-3.0 s mode of its bimodal figures. Now a node that has
+// heard from every member once stays settled. Node 1 is restarted, then
+// node 2 killed as soon as the cluster has settled again.
+BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_right_after_a_restart_fails_over_at_once) {
+  local_cluster cl{"batch"};
+  cl.extra = {"--n-val", "3"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  cl.nodes[1]->stop(SIGTERM);
+  const auto restarted_at = clock_type::now();
+  BOOST_REQUIRE(cl.restart(1));
+  BOOST_REQUIRE(cl.wait_settled());
+  cl.nodes[2]->stop(SIGKILL);
+  const auto killed_at = clock_type::now();
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     killed_at - restarted_at).count();
+  std::vector<std::string> why;
+  auto ms = time_to_write(cl, {0, 1}, killed_at, why);
+  BOOST_TEST_MESSAGE("node 1 restarted " << age << " ms before the kill; every partition "
+                     "writable through node 0 " << ms[0] << " ms and through node 1 "
+                     << ms[1] << " ms after the kill");
+  // 2 s: issue 14's bound; before the fix, a write waited for node 1 to be
+  // 3 s old (a restart and a settle take well under 1 s here).
+  for (std::size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(ms[i] >= 0, "no write through node " << i << ": " << why[i]);
+    BOOST_TEST(ms[i] < 2000, "through node " << i << ": " << ms[i] << " ms; " << why[i]);
+  }
+}
+
+// The rows of the replication table of `cluster status` (n_val > 1):
+// partition -> its fields "p | primary | term | journal end | copies".
+std::map<std::uint32_t, std::vector<std::string>> replication_rows(const std::string& text) {
+  std::map<std::uint32_t, std::vector<std::string>> rows;
+  std::istringstream in{text};
+  bool table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("partition | primary | term", 0) == 0) {
+      table = true;
+      continue;
+    }
+    if (!table || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0])))
+      continue;
+    std::vector<std::string> f;
+    for (std::size_t at = 0;;) {
+      auto bar = line.find(" | ", at);
+      f.push_back(line.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+      if (bar == std::string::npos)
+        break;
+      at = bar + 3;
+    }
+    if (f.size() == 5)
+      rows[static_cast<std::uint32_t>(std::stoul(f[0]))] = f;
+  }
+  return rows;
+}
+
+// Issue 14, "Operations": with n_val 3, `cluster status` shows each
+// partition's primary, its term and journal end, and each other copy with
+// its lag (the primary's journal end minus the end it knows that copy
+// holds). After writes, every copy catches up (lag 0 everywhere); after a
+// kill -9, the dead node leads nothing and its copies are listed as down.
+BOOST_AUTO_TEST_CASE(with_three_copies_cluster_status_shows_replicas_primary_and_lag) {
+  local_cluster cl{"batch"};
+  cl.extra = {"--n-val", "3"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  std::vector<std::string> ids;
+  for (const auto& n : cl.nodes)
+    ids.push_back("tally@127.0.0.1:" + std::to_string(n->cluster_port));
+  const auto group = one_key_per_partition("status");
+  std::vector<counter_inc> ups;
+  for (const auto& k : group)
+    ups.push_back(counter_inc{k, 1});
+  {
+    auto c = connect_to(cl.nodes[0]->port);
+    BOOST_REQUIRE(c);
+    for (int i = 0; i < 5; ++i)
+      BOOST_REQUIRE(c->update(ups));
+  }
+  // Every partition: a primary among the members, a term, a journal end
+  // past the writes, the two other members as its copies, lag 0 (bounded
+  // wait: the last acknowledgements reach the primary after the answer).
+  std::string text;
+  bool caught_up = false;
+  for (auto deadline = clock_type::now() + std::chrono::seconds(10);
+       !caught_up && clock_type::now() < deadline;) {
+    text = status_of_dir(cl.dir_of(1));
+    auto rows = replication_rows(text);
+    caught_up = rows.size() == cluster_partitions;
+    for (const auto& [p, f] : rows) {
+      const bool member = std::find(ids.begin(), ids.end(), f[1]) != ids.end();
+      std::size_t others = 0;
+      for (const auto& id : ids)
+        if (id != f[1] && f[4].find(id + " lag 0") != std::string::npos)
+          ++others;
+      caught_up = caught_up && member && std::stoull(f[2]) > 0 && std::stoull(f[3]) > 5
+                  && others == 2;
+    }
+    if (!caught_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST_MESSAGE("status with three copies:\n" << text);
+  BOOST_TEST(caught_up, text);
+  // Node 2 killed: it leads nothing, and where it holds a copy, it is down.
+  cl.nodes[2]->stop(SIGKILL);
+  bool moved = false;
+  for (auto deadline = clock_type::now() + std::chrono::seconds(10);
+       !moved && clock_type::now() < deadline;) {
+    text = status_of_dir(cl.dir_of(0));
+    auto rows = replication_rows(text);
+    moved = rows.size() == cluster_partitions;
+    for (const auto& [p, f] : rows)
+      moved = moved && f[1] != ids[2] && f[1] != "none"
+              && f[4].find(ids[2] + " down") != std::string::npos;
+    if (!moved)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST(moved, text);
+}
+
 // kill -9 of a node while transactions spanning every node commit, with
 // coordinators on every node: some are left prepared on the killed node,
 // with their commit record on other nodes or nowhere, and some the killed
@@ -492,8 +719,6 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
 void group_stays_atomic_across_a_kill_9(const std::string& n_val) {
   local_cluster cl{"full"};
   cl.extra = {"--request-timeout-ms", "1000", "--n-val", n_val};
-  if (n_val != "1") // plain links, as in the test above and for the same reason
-    cl.extra.push_back("--insecure-cluster-links");
   for (int i = 0; i < 3; ++i)
     BOOST_REQUIRE(cl.add());
   if (n_val != "1")

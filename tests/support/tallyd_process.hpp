@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -158,6 +159,23 @@ struct server {
         args.push_back(std::to_string(cluster_port));
       }
       args.insert(args.end(), extra.begin(), extra.end());
+      // TALLY_TEST_NODE_LOGS=DIR: each node's log (its stderr) is appended
+      // to DIR/<name of its data dir>.log instead of the test's stderr, and
+      // TALLY_TEST_LOG_LEVEL (default: as above) sets its --log-level; for
+      // reading what the nodes did in a failed run.
+      if (const char* logs = std::getenv("TALLY_TEST_NODE_LOGS"); logs && *logs) {
+        auto file = std::string{logs} + "/" + std::filesystem::path{dir}.filename().string()
+                    + ".log";
+        int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+          ::dup2(fd, STDERR_FILENO);
+          ::close(fd);
+        }
+      }
+      if (const char* level = std::getenv("TALLY_TEST_LOG_LEVEL"); level && *level) {
+        args.push_back("--log-level");
+        args.push_back(level);
+      }
       std::vector<char*> argv;
       for (auto& a : args)
         argv.push_back(a.data());

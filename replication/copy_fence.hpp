@@ -1,0 +1,119 @@
+// Fencing of a partition's copies by terms (docs/REPLICATION.md,
+// "Failover"): no two primaries of one partition get writes acknowledged at
+// the same time, whatever the nodes' views of who leads.
+//
+// A copy becomes primary through a take-over round under a new term,
+// greater than every term it knows of. Each copy promises at most once per
+// term and only to rising terms: it answers a round (with its journal end)
+// only when the round's term is above every term it promised before, and
+// from then on it takes no batch of a lower term. A primary whose copy
+// promised a higher term steps down. The round needs promises from n - w
+// copies besides the promoter (n - w + 1 with it), and every write needs w
+// copies: any set of w copies meets the promised ones, so
+//   - every write acknowledged before the round is on a copy that answered
+//     (the promoter pulls the longest answer), and
+//   - no write of a lower term is acknowledged after it: it needs w copies,
+//     one of them promised the higher term and refuses it.
+// This is the ballot rule of Paxos (Lamport, "Paxos Made Simple", 2001,
+// Sec. 2.2, phase 1: a promise not to accept proposals numbered less than
+// n) and of Raft's terms (Ongaro and Ousterhout, 2014, Sec. 5.1); the
+// membership actors' views only pick who tries to lead.
+//
+// Terms are compared by number, then by the promoting node's id, so two
+// promoters never share a term. A new term's number is above every term
+// the promoter has seen and at least the wall clock in microseconds: the
+// clock plays no part in safety, but it puts a new round above promises
+// a copy made long ago to a primary since gone (a copy that left the copy
+// set and came back, a partition handed off to a node whose copy has
+// promised nothing), which would otherwise fence the new primary until it
+// learnt their terms. Promises are kept in memory: a copy that
+// restarts has promised nothing, and starts as a replica of nobody (it
+// takes batches only once its membership names a primary).
+//
+// Plain values: no actors, no clock, no I/O; one owner (the partition actor).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "ring/claim.hpp"
+
+namespace tally {
+
+struct copy_term {
+  std::uint64_t n = 0; // 0: none yet
+  node_id by;          // the node whose copy led (or tried to) under it
+
+  friend bool operator<(const copy_term& a, const copy_term& b) {
+    return std::tie(a.n, a.by) < std::tie(b.n, b.by);
+  }
+  friend bool operator==(const copy_term& a, const copy_term& b) {
+    return a.n == b.n && a.by == b.by;
+  }
+  friend bool operator!=(const copy_term& a, const copy_term& b) { return !(a == b); }
+  std::string to_string() const { return std::to_string(n) + "/" + by; }
+};
+
+class copy_fence {
+public:
+  /// The highest term this copy promised (or led under).
+  const copy_term& promised() const noexcept { return promised_; }
+
+  /// A take-over round under `t` asks for this copy's promise: true (and
+  /// promised) when `t` is above every term promised before.
+  bool promise(const copy_term& t) {
+    saw(t);
+    if (!(promised_ < t))
+      return false;
+    promised_ = t;
+    return true;
+  }
+
+  /// A batch (or a piece of a full copy) sent under term `t`: true when
+  /// this copy may take it (no higher term promised); raises the promise
+  /// to `t`.
+  bool admits(const copy_term& t) {
+    saw(t);
+    if (t < promised_)
+      return false;
+    promised_ = t;
+    return true;
+  }
+
+  /// A term heard of elsewhere (a refusal names the higher one it promised).
+  void saw(const copy_term& t) {
+    if (highest_ < t)
+      highest_ = t;
+  }
+
+  /// A new term for a round by `self`, above every term seen and at least
+  /// `now_us`; promised here (the promoter is one of the copies that
+  /// promise).
+  copy_term start_round(const node_id& self, std::uint64_t now_us) {
+    copy_term t{std::max(std::max(highest_.n, promised_.n) + 1, now_us), self};
+    before_round_ = promised_;
+    promised_ = t;
+    saw(t);
+    return t;
+  }
+
+  /// The round under `t` did not get its promises: this copy's own promise
+  /// to it is taken back (no primary ever leads under `t`, so nobody relies
+  /// on it), unless it has promised a higher term since. Kept, it would
+  /// refuse the batches of a primary that leads under a lower term, though
+  /// that primary's round was sound (a copy whose view wrongly made it try
+  /// to lead fenced the real primary that way).
+  void abandon_round(const copy_term& t) {
+    if (promised_ == t)
+      promised_ = before_round_;
+  }
+
+private:
+  copy_term promised_;
+  copy_term highest_;
+  copy_term before_round_; // promised_ when the last round started
+};
+
+} // namespace tally
