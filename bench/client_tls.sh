@@ -7,13 +7,13 @@
 # (4 x 1). Prints each comparison's medians and the ratio TLS/plain (A/B).
 # --durability none, so the transport is what differs.
 #
-#   ROUNDS=3 DURATION=3 BASE_PORT=37600 bench/client_tls.sh
+#   ROUNDS=3 DURATION=3 BASE_PORT=12700 bench/client_tls.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-3}
-BASE_PORT=${BASE_PORT:-37600}
+BASE_PORT=${BASE_PORT:-12700}
 bin=$BUILD_DIR/bin
 for b in tallyd tally-bench; do
   [[ -x $bin/$b ]] || { echo "client_tls: $bin/$b missing (scripts/setup.sh builds it)" >&2; exit 2; }

@@ -13,10 +13,12 @@
 #   ONLY=a bench/cluster_bench.sh              # part a only (b: part b only)
 #   ONLY=c bench/cluster_bench.sh              # part c: 3 nodes, n_val 1 vs 3
 #                                              # (docs/REPLICATION.md)
-#   BASE_PORT=37000 BUILD_DIR=build OUT=bench-results/cluster
+#   BASE_PORT=12000 BUILD_DIR=build OUT=bench-results/cluster
 #
 # Ports: client ports BASE_PORT..BASE_PORT+899 (one block of 4 per run),
-# cluster ports 1000 above (tally cluster local's rule).
+# cluster ports 1000 above (tally cluster local's rule). Below the kernel's
+# ephemeral range (32768-60999 here), where any outgoing connection of a
+# test or benchmark running beside this one can take a port first.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
-BASE_PORT=${BASE_PORT:-37000}
+BASE_PORT=${BASE_PORT:-12000}
 OUT=${OUT:-bench-results/cluster}
 ONLY=${ONLY:-ab}
 NODES=3

@@ -6,12 +6,12 @@
 # nodes that did not stop in time.
 #
 #   bench/cluster_shutdown.sh          # 10 rounds
-#   ROUNDS=20 BASE_PORT=36100 bench/cluster_shutdown.sh
+#   ROUNDS=20 BASE_PORT=12800 bench/cluster_shutdown.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 ROUNDS=${ROUNDS:-10}
-BASE_PORT=${BASE_PORT:-36100}
+BASE_PORT=${BASE_PORT:-12800}
 for bin in tally tallyd tally-bench; do
   [[ -x $BUILD_DIR/bin/$bin ]] || { echo "cluster_shutdown: build first (scripts/setup.sh)" >&2; exit 1; }
 done
