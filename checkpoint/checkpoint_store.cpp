@@ -195,6 +195,7 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
   }
   plan.new_truncation_lsn = cut;
   plan.checkpoint_time = cp_time;
+  plan.decisions_kept_from = bounds.decisions_kept_from;
   // The `opids` entries of committed updates that leave the log. (Ids of
   // commits inside the FBF window are at or above T by the fbf_window bound.)
   for (const auto& [tx, t] : txs) {
@@ -260,9 +261,11 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
     }
     return {};
   };
+  const std::uint64_t dropped_before = log_.decisions_dropped();
   if (auto applied = log_.apply_checkpoint(plan, writes); !applied)
     return applied.err();
   report.sequence = log_.checkpoint().sequence;
+  report.decisions_dropped = log_.decisions_dropped() - dropped_before;
   return report;
 }
 

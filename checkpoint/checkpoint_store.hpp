@@ -86,6 +86,9 @@ struct checkpoint_bounds {
   /// Commits with op ids and wall time >= this keep their records (their
   /// ids are inside the FBF window). 0 keeps every such commit.
   std::uint64_t fbf_horizon_us = 0;
+  /// The journal's decision index may drop decisions with time below this
+  /// (journal::find_decision; at most C + 1). 0 keeps them all.
+  std::uint64_t decisions_kept_from = 0;
 };
 
 /// Which bound set the truncation LSN.
@@ -116,6 +119,7 @@ struct checkpoint_report {
   std::uint64_t records_dropped = 0;
   std::uint64_t index_entries_dropped = 0;
   std::uint64_t op_ids_dropped = 0; // `opids` entries of truncated updates
+  std::uint64_t decisions_dropped = 0; // `decisions` entries past their keep
 };
 
 class checkpoint_store {
