@@ -48,27 +48,40 @@ status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores, bo
   for (auto& core : cores) {
     auto pending = core->undecided(); // copy: stage_* change the core
     for (const auto& u : pending) {
-      std::optional<std::uint64_t> commit;
+      // The other participants here (every partition here when the prepare
+      // record does not name them), one decision-index lookup each.
+      std::optional<tx_outcome> outcome;
+      std::uint64_t commit = 0;
       for (auto& other : cores) {
-        if (other.get() == core.get())
+        if (other.get() == core.get()
+            || (!u.participants.empty()
+                && !std::binary_search(u.participants.begin(), u.participants.end(),
+                                       other->index())))
           continue;
-        auto found = other->find_commit(u.tx);
+        auto found = other->find_decision(u.tx);
         if (!found)
           return found.err();
-        if (*found) {
-          commit = *found;
+        if (found->outcome) {
+          outcome = found->outcome;
+          commit = found->commit_time;
           break;
         }
       }
-      if (commit) {
+      if (outcome == tx_outcome::committed) {
         log(log_level::info, "partition ", core->index(), ": recovered ",
-            u.tx, " committed at ", *commit);
-        if (auto st = core->stage_commit(u.tx, *commit); !st)
+            u.tx, " committed at ", commit);
+        if (auto st = core->stage_commit(u.tx, commit); !st)
+          return st.err();
+      } else if (outcome == tx_outcome::aborted) {
+        log(log_level::info, "partition ", core->index(), ": recovered ",
+            u.tx, " prepared, aborted at another participant: aborted");
+        if (auto st = core->stage_abort(u.tx); !st)
           return st.err();
       } else if (!alone) {
         log(log_level::info, "partition ", core->index(), ": recovered ",
-            u.tx, " prepared, no commit record on this node: asking the cluster");
-        left.push_back(undecided_tx{core->index(), u.tx, u.prepare_time});
+            u.tx, " prepared, no decision on this node: asking the cluster");
+        left.push_back(undecided_tx{core->index(), u.tx, u.prepare_time, u.participants,
+                                    u.coordinator});
       } else {
         log(log_level::info, "partition ", core->index(), ": recovered ",
             u.tx, " prepared but never committed: aborted");

@@ -647,6 +647,135 @@ BOOST_AUTO_TEST_CASE(a_killed_coordinators_prepared_transactions_are_decided_wit
   BOOST_TEST(waited < 10000); // was about 30,000 (3 x --request-timeout-ms)
 }
 
+// Issue 13, the pause case: a 4 s SIGSTOP of one node of three (n_val 1)
+// under two-phase load through every node. Its coordinators leave
+// transactions prepared on the survivors, and the survivors' coordinators
+// leave some waiting for its prepares. Meanwhile the survivors serve every
+// read those transactions cannot affect: a commit over the survivors'
+// partitions and a read at its clock, through a survivor, of keys the load
+// does not write (before, that read waited for the paused node's
+// transactions, up to the 10 s request timeout). After SIGCONT the holders
+// ask the participants the prepare records name and the coordinator at
+// once; a coordinator still waiting for its prepares aborts (its messages
+// were lost with the links), one that decided says so. A commit over every
+// partition and a read at its clock through a survivor (which waits for
+// every transaction prepared below it) then take about 2 s from SIGCONT
+// (before: 10 s, or a timeout, docs/CLUSTER.md "A paused coordinator").
+BOOST_AUTO_TEST_CASE(a_paused_coordinators_prepared_transactions_are_decided_within_seconds) {
+  local_cluster cl{"full"}; // the default --request-timeout-ms, 10 s
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled()); // who serves what is fixed from here
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto group = one_key_per_partition("paused");
+  std::vector<counter_inc> ups;
+  for (const auto& k : group)
+    ups.push_back(counter_inc{k, 1});
+  // Keys the load never writes, on the partitions the survivors serve.
+  std::vector<object_key> other;
+  auto others = one_key_per_partition("meanwhile");
+  for (std::uint32_t p = 0; p < cluster_partitions; ++p)
+    if (!std::filesystem::exists(partition_dir(cl.dir_of(2), p)))
+      other.push_back(others[p]);
+  BOOST_REQUIRE(other.size() >= 2u); // a two-phase commit over survivors
+  BOOST_REQUIRE(other.size() < cluster_partitions); // node 2 serves some
+  std::vector<counter_inc> other_ups;
+  for (const auto& k : other)
+    other_ups.push_back(counter_inc{k, 1});
+
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> progress{0};
+  std::mutex mu;
+  std::int64_t acked = 0;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 6; ++w) // two per node
+    writers.emplace_back([&, w] {
+      auto c = connect_to(cl.nodes[static_cast<std::size_t>(w % 3)]->port);
+      for (int n = 0; c && n < 20000 && !stop.load(); ++n) {
+        auto r = c->update(ups);
+        ++progress;
+        if (r) {
+          std::lock_guard<std::mutex> g{mu};
+          ++acked;
+        } else if (auto again = connect_to(cl.nodes[static_cast<std::size_t>(w % 3)]->port)) {
+          c = std::move(again);
+        }
+      }
+    });
+  BOOST_REQUIRE(wait_progress(progress, 300));
+  ::kill(cl.nodes[2]->pid, SIGSTOP);
+  const auto paused = clock_type::now();
+  // Once node 2 is declared down (heartbeats: 2 s; polled, bounded: its
+  // partitions answer "unavailable"), a commit over the survivors'
+  // partitions and a read at its clock, of keys the stuck transactions do
+  // not write.
+  object_key on_paused;
+  for (std::uint32_t p = 0; p < cluster_partitions; ++p)
+    if (std::filesystem::exists(partition_dir(cl.dir_of(2), p)))
+      on_paused = others[p];
+  bool detected = false;
+  while (!detected && clock_type::now() < paused + std::chrono::milliseconds(3500)) {
+    auto probe = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{200});
+    auto r = probe ? probe->read({bound_object{on_paused, crdt_type::counter}})
+                   : expected<read_result>{probe.err()};
+    detected = !r && r.err().code() == errc::unavailable;
+  }
+  BOOST_TEST_MESSAGE("node 2 declared down after "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(
+                          clock_type::now() - paused)
+                          .count()
+                     << " ms");
+  BOOST_REQUIRE(detected);
+  long long meanwhile_ms = -1;
+  std::string meanwhile_error;
+  {
+    auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{12000});
+    if (!c) {
+      meanwhile_error = c.err().to_string();
+    } else {
+      auto t0 = clock_type::now();
+      auto w = c->update(other_ups);
+      auto got = w ? c->read(bound(other), *w) : expected<read_result>{w.err()};
+      if (got)
+        meanwhile_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         clock_type::now() - t0)
+                         .count();
+      else
+        meanwhile_error = got.err().to_string();
+    }
+  }
+  // The rest of the 4 s pause, then SIGCONT.
+  std::this_thread::sleep_until(paused + std::chrono::milliseconds(4000));
+  BOOST_REQUIRE(::kill(cl.nodes[2]->pid, SIGCONT) == 0);
+  const auto resumed = clock_type::now();
+  stop = true;
+  // A commit over every partition (retried until node 2's partitions serve
+  // again: bounded) and a read at its clock, through a survivor.
+  auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{40000});
+  BOOST_REQUIRE(c);
+  expected<std::string> w = make_error(errc::unavailable, "not tried");
+  for (int i = 0; i < 200 && !w; ++i) {
+    w = c->update(ups);
+    if (!w)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  BOOST_REQUIRE_MESSAGE(w, (w ? "" : w.err().to_string()));
+  auto got = c->read(bound(group), *w);
+  auto decided_ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - resumed).count();
+  for (auto& t : writers)
+    t.join();
+  BOOST_TEST_MESSAGE("during the pause, a commit and read of other keys through a survivor: "
+                     << meanwhile_ms << " ms; after SIGCONT, a commit and read of every "
+                     << "partition: " << decided_ms << " ms (" << acked << " commits acked)");
+  BOOST_TEST(meanwhile_ms >= 0, "the read during the pause failed: " << meanwhile_error);
+  BOOST_TEST(meanwhile_ms < 3000); // a timeout (10 s) before
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.err().to_string()));
+  for (auto v : got->values)
+    BOOST_TEST(v == got->values[0]); // atomic
+  BOOST_TEST(decided_ms < 5000); // about 2 s; 10 s or a timeout before
+}
+
 // A node that restarts with a copy of a partition another node owns (a
 // crash after a handoff's transfer, before the old copy was deleted) never
 // serves it: reads through it see the owner's newer value, and the stale
