@@ -183,6 +183,9 @@ struct peer {
   // What it served when it went down: named in the routes of partitions
   // whose only copy it holds (not "handoff in progress; retry").
   std::set<std::uint32_t> served_when_down;
+  // Wall time (us) it was last seen going down: a two-phase commit it took
+  // part in around then may have lost messages (force_decision).
+  std::uint64_t down_at_us = 0;
   bool up = false;
   bool connecting = false;
 };
@@ -238,10 +241,9 @@ struct membership_state {
   // (partition, tx); each is asked about once at a time.
   std::map<std::pair<std::uint32_t, tx_id>, resolution> resolving;
   std::uint64_t resolution_attempts = 0;
-  // Wall time (us) a peer was last seen going down (or this run started):
-  // a link loss may have lost messages of a two-phase commit, so its
-  // coordinator is asked to decide now (tx_decide_req::force).
-  std::uint64_t last_down_us = 0;
+  // Wall time (us) this run started: transactions recovered from before it
+  // lost their messages with the crash (force_decision).
+  std::uint64_t started_us = 0;
   bool peer_came_up = false; // since the last gossip handled
   // n_val > 1 (docs/REPLICATION.md; actors/replica_sets.hpp): this node's
   // copies of partitions others own, its copies found stale, what each
@@ -1072,18 +1074,38 @@ bool coordinator_gone(mem_self self, const undecided_tx& u) {
 }
 
 // Whether the coordinator of `u` is asked to decide now (force): when a
-// link may have lost messages of its commit (a peer went down since a
-// request timeout before the prepare, or this run started since), or when
-// the prepare is older than a request timeout (every prepare call of the
-// coordinator has answered or timed out by then). A healthy two-phase
-// commit that is merely slow is never aborted by a holder.
+// link may have lost messages of its commit (the coordinator's node, or
+// the node of another participant, went down since a request timeout
+// before the prepare, or this run started since), or when the prepare is
+// older than a request timeout (every prepare call of the coordinator has
+// answered or timed out by then). A healthy two-phase commit that is merely
+// slow (a prepare held by a handoff) is never aborted by a holder.
 bool force_decision(mem_self self, const undecided_tx& u) {
   auto& st = self->state;
   const auto limit = request_timeout_us(self);
   auto now = wall_clock_us();
   if (now > u.prepare_time && now - u.prepare_time > limit)
     return true;
-  return st.last_down_us + limit >= u.prepare_time;
+  auto lost_since = [&](std::uint64_t at) { return at != 0 && at + limit >= u.prepare_time; };
+  if (lost_since(st.started_us))
+    return true;
+  auto went_down = [&](const node_id& n) {
+    auto i = st.peers.find(n);
+    return i != st.peers.end() && lost_since(i->second.down_at_us);
+  };
+  if (u.coordinator.empty() || u.participants.empty()) { // not named: any peer
+    for (const auto& [id, pe] : st.peers)
+      if (lost_since(pe.down_at_us))
+        return true;
+    return false;
+  }
+  if (went_down(u.coordinator))
+    return true;
+  auto table = st.routes->load();
+  for (auto q : u.participants)
+    if (q < table->size() && went_down((*table)[q].node))
+      return true;
+  return false;
 }
 
 using resolution_key = std::pair<std::uint32_t, tx_id>;
@@ -1600,7 +1622,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     st.resolving.emplace(std::make_pair(u.p, u.tx), resolution{u});
   // The recovered transactions lost their messages with the crash: their
   // coordinators are asked to decide (force_decision).
-  st.last_down_us = wall_clock_us();
+  st.started_us = wall_clock_us();
   // A coordinator's outcomes outlive every message of its commit
   // (coordinated_txs: then "unknown" lets the journals decide).
   if (st.cfg.coordinating)
@@ -1623,7 +1645,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
         pe.copies.assign(self->state.cfg.q, nullptr);
-        self->state.last_down_us = wall_clock_us(); // messages may be lost
+        pe.down_at_us = wall_clock_us(); // messages may be lost
         if (self->state.out && self->state.out->to == id)
           handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }
