@@ -411,8 +411,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     log(log_level::info, unopened.size(), " partition(s) on disk belong to other nodes "
                          "now: not served here, handed off");
   const bool replicated = ring->n_val() > 1;
-  auto opts_for = [cfg, root](std::uint32_t i, bool must_exist,
-                              const char* folder = "partitions") {
+  auto opts_for = [cfg, root, replicated](std::uint32_t i, bool must_exist,
+                                          const char* folder = "partitions") {
     partition_options po;
     po.index = i;
     po.path = (root / folder / std::to_string(i)).string();
@@ -425,6 +425,14 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       std::chrono::duration_cast<std::chrono::microseconds>(
         cfg.snapshot_retention)
         .count());
+    // Issue 13: a transaction prepared 3 request timeouts ago (no live
+    // coordinator commits it any more without being asked) stops holding
+    // the checkpoints back. Not with replication: copies keep identical
+    // logs, and the set-aside moves records.
+    if (!replicated)
+      po.set_aside_after_us = 3 * static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(cfg.limits.request_timeout)
+          .count());
     return po;
   };
   // Open and recover every held partition before serving anything.

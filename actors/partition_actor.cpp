@@ -544,7 +544,8 @@ void run_checkpoint(partition_self self) {
       r.index_entries_dropped, " index entries, ", r.op_ids_dropped,
       " op ids; log starts at ", r.truncation_lsn, " (", r.limited_by,
       "), spans ", cp->log_span, " LSNs; FBF horizon ", cp->fbf_horizon_us,
-      "; took ", took.count(), " us");
+      "; set aside ", cp->set_aside, " transaction(s) left prepared (",
+      r.records_relocated, " records moved to the log's end); took ", took.count(), " us");
 }
 
 void schedule_tick(partition_self self) {
@@ -607,8 +608,10 @@ void on_tick(partition_self self) {
   if (st.core->has_staged() && !st.core->stopped())
     schedule_flush(self);
   auto every = st.timers.checkpoint_every();
-  if (every > 0 && st.ticks % every == 0)
+  if (every > 0 && st.ticks % every == 0) {
     run_checkpoint(self);
+    publish(self); // a set-aside transaction stops pinning the stable time
+  }
   schedule_tick(self);
 }
 

@@ -752,7 +752,21 @@ status partition_core::flush() {
     return {};
   if (failed_)
     return *failed_;
-  auto range = log_->append(staged_);
+  // A late commit (a set-aside transaction committed at a time <= C): its
+  // effects go straight into the checkpoint store, in the append.
+  auto late = [this](storage_txn& txn, const commit_record& c, lsn at) -> status {
+    auto i = prepared_.find(c.tx);
+    if (i == prepared_.end())
+      return {};
+    std::vector<std::pair<object_key, committed_effect>> effects;
+    for (std::size_t u = 0; u < i->second.updates.size(); ++u) {
+      const auto& up = i->second.updates[u];
+      effects.emplace_back(up.key, committed_effect{i->second.positions[u], c.tx, c.commit_time,
+                                                    up.effect, at, up.type});
+    }
+    return store_->fold_late(txn, effects);
+  };
+  auto range = log_->append(staged_, late);
   // Only a storage I/O failure stops the partition. Anything else (a full
   // map, a record the journal refuses) left the journal usable with nothing
   // of the batch applied: fail that batch's transactions and keep serving.
@@ -785,7 +799,18 @@ void partition_core::apply_appended(lsn first) {
       if (i == prepared_.end())
         continue;
       auto& p = i->second;
+      // A late commit is in the checkpoint entries: cached versions of its
+      // keys (based at C without it) are dropped and reload.
+      const bool late = log_->checkpoint().sequence > 0
+                        && c->commit_time <= log_->checkpoint().time;
       for (std::size_t u = 0; u < p.updates.size(); ++u) {
+        if (late) {
+          cache_->erase(p.updates[u].key);
+          if (p.updates[u].op)
+            if (auto f = fbf_for(p.updates[u].key.bucket))
+              (*f)->insert(p.updates[u].op->hash());
+          continue;
+        }
         committed_effect e;
         e.position = p.positions[u];
         e.tx = ref.tx;
@@ -1057,12 +1082,30 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   // (an idle partition would otherwise sync once per interval).
   if (log_->truncation_lsn() == log_->next_lsn())
     return out;
-  const std::uint64_t safe = safe_time();
+  const std::uint64_t now = opts_.now_us();
+  // Set aside (issue 13): transactions prepared long ago, whose coordinator
+  // went silent, and those the checkpoint time has passed already. They do
+  // not hold C back: their keys stay unreadable above their prepare time,
+  // and a late commit of one is folded into the checkpoint store.
+  checkpoint_bounds b;
+  std::uint64_t safe = safe_time();
+  if (opts_.set_aside_after_us != 0) {
+    safe = clock_;
+    for (const auto& [tx, p] : prepared_) {
+      if (p.prepare_time == 0)
+        continue; // a replica's transaction in flight (not set aside: off there)
+      const bool aside = !p.commit_time
+                         && (p.prepare_time <= checkpoint_time()
+                             || p.prepare_time + opts_.set_aside_after_us < now);
+      if (aside)
+        b.set_aside.insert(tx);
+      else
+        safe = std::min(safe, p.prepare_time - 1);
+    }
+  }
   const std::uint64_t c = sub_floor(safe, opts_.snapshot_retention_us);
   if (c <= checkpoint_time())
     return out;
-  const std::uint64_t now = opts_.now_us();
-  checkpoint_bounds b;
   b.checkpoint_time = vector_clock{{local_dc, c}};
   // Every journaled record counts as replicated, except those a replica
   // that is behind still needs (keep_log_from: it is sent them from here).
@@ -1078,6 +1121,7 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   // Decisions of two-phase transactions stay answerable for
   // decision_keep_us, and as long as their records are in the log (<= C).
   b.decisions_kept_from = std::min(c, sub_floor(now, opts_.decision_keep_us));
+  const std::uint64_t sequence_before = log_->checkpoint().sequence;
   auto report = store_->checkpoint(b);
   if (!report) {
     if (report.err().code() == errc::io_error)
@@ -1085,6 +1129,19 @@ expected<partition_checkpoint> partition_core::checkpoint() {
     return report.err();
   }
   cache_->truncate_below(b.checkpoint_time);
+  // Set-aside transactions whose records moved to the log's end (if this
+  // call wrote a checkpoint at all).
+  const auto& moved = log_->checkpoint().sequence != sequence_before
+                        ? log_->last_relocation()
+                        : std::vector<relocation>{};
+  for (const auto& m : moved) {
+    auto i = prepared_.find(m.tx);
+    if (i == prepared_.end())
+      continue;
+    for (std::size_t u = 0; u < m.updates.size() && u < i->second.positions.size(); ++u)
+      i->second.positions[u] = m.updates[u];
+  }
+  out.set_aside = b.set_aside.size();
   out.ran = true;
   out.report = std::move(*report);
   out.fbf_horizon_us = b.fbf_horizon_us;

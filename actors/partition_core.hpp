@@ -119,6 +119,16 @@ struct partition_options {
   /// checkpoint time and now - decision_keep_us; a participant that asks
   /// later about one it cannot prove absent keeps the transaction prepared.
   std::uint64_t decision_keep_us = 600'000'000;
+  /// A prepared transaction older than this (its coordinator silent: a
+  /// node down or paused) is set aside by checkpoints (issue 13): it no
+  /// longer holds the checkpoint time or the node's stable time back, its
+  /// records are moved to the log's end when the log is truncated under
+  /// them, and if it commits at a time the checkpoint has passed, its
+  /// effects are folded straight into the checkpoint store (a late commit).
+  /// Its own keys stay unreadable above its prepare time until it is
+  /// decided. 0: never (the default; tallyd sets 3 request timeouts with
+  /// n_val 1, and 0 with replication: copies must keep identical logs).
+  std::uint64_t set_aside_after_us = 0;
   /// How long a two-phase prepare waits for a younger transaction holding
   /// one of its op ids before it gives up (wait-die's grace period; see
   /// partition_core::take_ready).
@@ -142,6 +152,7 @@ struct partition_checkpoint {
   checkpoint_report report;      // when ran
   std::uint64_t fbf_horizon_us = 0;
   std::uint64_t log_span = 0;    // LSNs the log spans after it (>= records)
+  std::size_t set_aside = 0;     // prepared transactions set aside
 };
 
 /// One update a transaction sends to a partition.
@@ -296,6 +307,9 @@ public:
   ///     no commit <= C can still arrive, and transactions read at
   ///     snapshots >= C (an older one gets "snapshot too old");
   ///   replicated_lsn = the last journaled LSN (one replica: n_val = 1);
+  ///   set aside: every prepared transaction older than
+  ///     set_aside_after_us or below the previous C (see there): C is then
+  ///     computed without them;
   ///   fbf_horizon_us = now - (fbf_max_id_lifetime + fbf_margin_us), lowered
   ///     to the oldest recovered op id's wall time while ids re-inserted at
   ///     recovery may still be in the FBF: every id the FBF can still hold
@@ -422,9 +436,13 @@ public:
   /// blocks only its own keys).
   std::uint64_t safe_time_for(const object_key& key);
   /// The smallest prepare time of a prepared or staged transaction (reads at
-  /// or above it wait); UINT64_MAX when there is none.
+  /// or above it wait) above the checkpoint time; UINT64_MAX when there is
+  /// none. What the node's stable time is held below: a set-aside
+  /// transaction the checkpoint time has passed holds back only its keys
+  /// (a snapshot below the checkpoint time could not be read anyway).
   std::uint64_t blocked_from() const noexcept {
-    return prepare_times_.empty() ? UINT64_MAX : *prepare_times_.begin();
+    auto i = prepare_times_.upper_bound(checkpoint_time());
+    return i == prepare_times_.end() ? UINT64_MAX : *i;
   }
   std::size_t prepared_count() const noexcept { return prepared_.size(); }
   /// Prepared transactions (no commit staged) with prepare time below

@@ -594,7 +594,8 @@ status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what) {
   return *stopped_;
 }
 
-expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
+expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
+                                    const late_fold_fn& late) {
   if (stopped_)
     return stopped_error();
   if (batch.empty())
@@ -606,8 +607,12 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
     } else if (auto* c = std::get_if<commit_record>(&rec)) {
       // Such a commit would be invisible: readers take every commit <= the
       // checkpoint time from the checkpoint store. Its arrival means the
-      // checkpoint time was set above the partition's safe time.
-      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time)
+      // checkpoint time was set above the partition's safe time: allowed
+      // only for a set-aside transaction prepared here, whose effects
+      // `late` folds into the checkpoint store (issue 13).
+      auto p = pending_.find(c->tx);
+      const bool late_ok = late && p != pending_.end() && p->second.prepare_lsn;
+      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time && !late_ok)
         return make_error(errc::invalid_argument,
                           "commit time " + to_string(c->commit_time)
                             + " is <= the checkpoint time "
@@ -648,6 +653,11 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
       max_commit.merge(c->commit_time);
       last_bloom = c->bloom_timestamp;
       saw_commit = true;
+      // A late commit (checked above): folded now, not indexed.
+      const bool late_commit = checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time;
+      if (late_commit)
+        if (auto st = late(**txn, *c, at); !st)
+          return st.err();
       if (auto tx = staged.take(c->tx)) {
         // Prepared here (two-phase): the other participants may ask.
         if (tx->prepare_lsn) {
@@ -662,10 +672,11 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
           auto k = encode_object_key(u.key); // checked when it was appended
           if (!k)
             return k.err();
-          if (auto st = (*txn)->put(store_db::index, *k,
-                                    encode_index_value({at, u.position}));
-              !st)
-            return st.err();
+          if (!late_commit)
+            if (auto st = (*txn)->put(store_db::index, *k,
+                                      encode_index_value({at, u.position}));
+                !st)
+              return st.err();
           // The exact record behind the FBF: this id committed at `at`.
           if (u.op)
             if (auto st = (*txn)->put(store_db::opids, encode_op_key(*u.op),
@@ -728,14 +739,33 @@ status journal::apply_checkpoint(
   const std::function<status(storage_txn&)>& writes) {
   if (stopped_)
     return stopped_error();
+  relocated_.clear();
   const lsn t = plan.new_truncation_lsn;
   if (t < truncation_ || t > next_)
     return make_error(errc::invalid_argument,
                       "truncation LSN " + std::to_string(t) + " is not in ["
                         + std::to_string(truncation_) + ", "
                         + std::to_string(next_) + "]");
+  std::unordered_map<tx_id, const std::vector<journal_record>*, tx_id_hash> moving;
+  for (const auto& [tx, records] : plan.relocate) {
+    auto p = pending_.find(tx);
+    std::size_t updates = 0, prepares = 0;
+    for (const auto& r : records) {
+      if (record_tx(r) != tx)
+        return make_error(errc::invalid_argument, "a relocated record of another transaction");
+      updates += std::holds_alternative<update_record>(r) ? 1 : 0;
+      prepares += std::holds_alternative<prepare_record>(r) ? 1 : 0;
+    }
+    if (p == pending_.end() || !p->second.prepare_lsn || prepares != 1
+        || updates != p->second.updates.size() || updates + prepares != records.size())
+      return make_error(errc::invalid_argument,
+                        "relocation of <" + std::to_string(tx.origin) + ","
+                          + std::to_string(tx.seq)
+                          + ">: not a prepared transaction with exactly these records");
+    moving.emplace(tx, &records);
+  }
   for (const auto& [tx, p] : pending_)
-    if (p.first_lsn < t)
+    if (p.first_lsn < t && moving.count(tx) == 0)
       return make_error(errc::invalid_argument,
                         "truncation LSN " + std::to_string(t)
                           + " would drop records of undecided transaction "
@@ -796,6 +826,31 @@ status journal::apply_checkpoint(
     if (!more)
       return more.err();
   }
+  // Set-aside transactions below the cut: their records again at the end
+  // (issue 13), so the prefix goes while they stay undecided.
+  std::vector<relocation> moved;
+  lsn end = next_;
+  char lsn_buf[lsn_key_size];
+  for (const auto& [tx, records] : plan.relocate) {
+    relocation r{tx, {}, 0};
+    for (const auto& rec : *moving.at(tx)) {
+      encode_record(rec, scratch_);
+      put_be64(lsn_buf, end);
+      if (auto st = (*txn)->put(store_db::journal, std::string_view{lsn_buf, lsn_key_size},
+                                scratch_, put_mode::append);
+          !st)
+        return st;
+      if (std::holds_alternative<prepare_record>(rec))
+        r.prepare = end;
+      else
+        r.updates.push_back(end);
+      ++end;
+    }
+    moved.push_back(std::move(r));
+  }
+  if (end != next_)
+    if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(end)); !st)
+      return st;
   // The decision index: the horizon rises, and a bounded sweep drops the
   // entries below it (docs/FORMAT.md, "Decision index").
   const std::uint64_t kept_before = decisions_kept_from_;
@@ -854,6 +909,16 @@ status journal::apply_checkpoint(
   truncation_ = t;
   checkpoint_ = std::move(next_state);
   decisions_dropped_ += decisions_dropped;
+  // The relocated transactions' records are where they were appended.
+  for (const auto& m : moved) {
+    auto& p = pending_.at(m.tx);
+    p.first_lsn = m.updates.empty() ? m.prepare : std::min(m.updates.front(), m.prepare);
+    p.prepare_lsn = m.prepare;
+    for (std::size_t u = 0; u < m.updates.size(); ++u)
+      p.updates[u].position = m.updates[u];
+  }
+  next_ = end;
+  relocated_ = std::move(moved);
   if (mode == commit_mode::durable)
     durable_ = next_ - 1;
   return {};

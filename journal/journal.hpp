@@ -207,7 +207,27 @@ struct truncation_plan {
   /// Must not exceed the largest entry of checkpoint_time + 1: a decision
   /// whose record is still in the log is never dropped.
   std::uint64_t decisions_kept_from = 0;
+  /// Undecided transactions set aside (issue 13: prepared long ago, their
+  /// coordinator silent) whose records lie below new_truncation_lsn: their
+  /// records, in log order, are appended again at the log's end in the same
+  /// transaction, so the prefix can go while they stay undecided (their new
+  /// LSNs: last_relocation()).
+  std::vector<std::pair<tx_id, std::vector<journal_record>>> relocate;
 };
+
+/// Where apply_checkpoint() moved one set-aside transaction's records: the
+/// new LSN of each update record, in order, and of its prepare record.
+struct relocation {
+  tx_id tx;
+  std::vector<lsn> updates;
+  lsn prepare = 0;
+};
+
+/// Folds the effects of a late commit (a set-aside transaction committed at
+/// a time <= the checkpoint time) into the checkpoint store, in the
+/// append's transaction; gets the commit record and its LSN.
+using late_fold_fn =
+  std::function<status(storage_txn&, const commit_record&, lsn at)>;
 
 class journal;
 
@@ -254,7 +274,15 @@ public:
   ///   errc::io_error         the commit or sync failed: the journal is now
   ///                          stopped (the batch may or may not be on
   ///                          disk), or it was stopped already.
-  expected<lsn_range> append(const std::vector<journal_record>& batch);
+  ///
+  /// A commit whose time is <= the checkpoint time is a late commit: only
+  /// for a transaction prepared here and set aside (truncation_plan::
+  /// relocate), and only with `late`, which folds its effects into the
+  /// checkpoint store in the same transaction; its updates are not indexed
+  /// (readers take commits <= the checkpoint time from the checkpoint
+  /// store). Without `late` it is errc::invalid_argument as before.
+  expected<lsn_range> append(const std::vector<journal_record>& batch,
+                             const late_fold_fn& late = nullptr);
 
   /// Makes every append so far durable (mode batch; a no-op in full and
   /// none) and advances durable_lsn(). errc::io_error on failure, after
@@ -312,6 +340,8 @@ public:
   /// written); commit errors as for append(), with the same fail-stop rule.
   status apply_checkpoint(const truncation_plan& plan,
                           const std::function<status(storage_txn&)>& writes);
+  /// The records the last successful apply_checkpoint() relocated.
+  const std::vector<relocation>& last_relocation() const noexcept { return relocated_; }
 
   /// Undecided transactions now, by id.
   const std::unordered_map<tx_id, pending_tx, tx_id_hash>&
@@ -378,6 +408,7 @@ private:
   std::uint64_t decisions_added_ = 0;   // since the last sweep
   std::uint64_t decisions_dropped_ = 0;
   std::string decisions_sweep_from_;   // key the next sweep starts at
+  std::vector<relocation> relocated_;  // by the last checkpoint
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 };

@@ -1359,4 +1359,101 @@ BOOST_AUTO_TEST_CASE(a_coordinators_commit_after_recovery_committed_is_acknowled
   BOOST_TEST(value_at(*c, "x", t + 5) == 4);
 }
 
+// Issue 13, a coordinator's node down for good (n_val 1): transactions it
+// left prepared here stay undecided, as they must, but once older than
+// set_aside_after_us they no longer hold the checkpoints back: the journal
+// stays bounded (their records move to the log's end when it is truncated
+// under them), the node's stable time moves on, other keys read at fresh
+// snapshots. Their own keys wait for their decision; a late commit (at a
+// time the checkpoint has passed) is folded into the checkpoint store, a
+// late abort applies nothing; both survive a reopen. Without setting aside
+// (before), the log kept every record from the stuck prepare on.
+BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_no_longer_holds_the_journal_back) {
+  std::uint64_t spans[2][2] = {};
+  for (int with = 0; with < 2; ++with) {
+    fixture f;
+    auto o = checkpointed(f.options(durability::none));
+    o.set_aside_after_us = with ? 3'000'000 : 0;
+    std::uint64_t px = 0, py = 0, t = 0, seq = 0;
+    std::int64_t sum = 0;
+    {
+      auto c = f.open_with(o);
+      auto x = c->stage_prepare({9, 1}, {inc("x", 4)}, 0, true, {3, 4}, "tally@h:1");
+      auto y = c->stage_prepare({9, 2}, {inc("y", 5)}, 0, true, {3, 4}, "tally@h:1");
+      BOOST_REQUIRE(x);
+      BOOST_REQUIRE(y);
+      px = x->prepare_time;
+      py = y->prepare_time;
+      BOOST_REQUIRE(c->flush());
+      std::uint64_t relocated = 0;
+      for (int step = 1; step <= 600; ++step) { // 60 s in 100 ms steps
+        for (int i = 0; i < 5; ++i, ++seq) {     // 50 transactions/s
+          t = commit1(*c, {1, seq + 1},
+                      {tx_update{object_key{"b", "k" + std::to_string(seq % 50)},
+                                 crdt_type::counter, counter_effect{1}, op_id{5, seq + 1}}});
+          ++sum;
+        }
+        pass(f, 100);
+        c->advance_filters();
+        if (step % 10 == 0) { // one checkpoint per second
+          auto cp = c->checkpoint();
+          BOOST_REQUIRE_MESSAGE(cp, (cp ? "" : cp.err().to_string()));
+          relocated += cp->report.records_relocated;
+        }
+        if (step == 300 || step == 600)
+          spans[with][step / 300 - 1] = span(*c);
+      }
+      BOOST_TEST(c->prepared_count() == 2u); // still undecided
+      if (!with) {
+        BOOST_TEST(c->blocked_from() == px); // the node's stable time stays pinned
+        continue;
+      }
+      BOOST_TEST(relocated >= 4u); // x's and y's update and prepare records, moved
+      BOOST_TEST(c->checkpoint_time() > py);
+      BOOST_TEST(c->blocked_from() == UINT64_MAX); // no longer pins the stable time
+      // Their keys wait for them; every other key reads at a fresh snapshot.
+      BOOST_TEST(c->safe_time_for(key("x")) == px - 1);
+      BOOST_TEST(c->safe_time_for(key("k7")) >= t);
+      std::int64_t read = 0;
+      for (int k = 0; k < 50; ++k)
+        read += value_at(*c, ("k" + std::to_string(k)).c_str(), t);
+      BOOST_TEST(read == sum);
+      // Late: x commits at a time the checkpoint has passed, y aborts.
+      BOOST_REQUIRE(c->stage_commit({9, 1}, std::max(px, py) + 1));
+      BOOST_REQUIRE(c->stage_abort({9, 2}));
+      BOOST_REQUIRE_MESSAGE(c->flush(), "a late commit is folded, not refused");
+      BOOST_TEST(c->prepared_count() == 0u);
+      BOOST_TEST(c->safe_time_for(key("x")) >= t);
+      BOOST_TEST(value_at(*c, "x", c->safe_time()) == 4);
+      BOOST_TEST(value_at(*c, "y", c->safe_time()) == 0);
+      auto d = c->find_decision({9, 1});
+      BOOST_REQUIRE(d);
+      BOOST_TEST((d->outcome == tx_outcome::committed));
+    }
+    if (!with)
+      continue;
+    // After a reopen (recovery, cold cache) the same values; a checkpoint
+    // after the late commit keeps them.
+    auto c = f.open_with(o);
+    BOOST_TEST(c->undecided().empty());
+    BOOST_TEST(value_at(*c, "x", c->safe_time()) == 4);
+    BOOST_TEST(value_at(*c, "y", c->safe_time()) == 0);
+    commit1(*c, {2, 1}, {inc("x", 1)});
+    pass(f, 2000);
+    BOOST_REQUIRE(c->checkpoint());
+    BOOST_TEST(value_at(*c, "x", c->safe_time()) == 5);
+    std::int64_t read = 0;
+    for (int k = 0; k < 50; ++k)
+      read += value_at(*c, ("k" + std::to_string(k)).c_str(), c->safe_time());
+    BOOST_TEST(read == sum);
+  }
+  BOOST_TEST_MESSAGE("log span at 30 s / 60 s with a transaction left prepared: not set "
+                     "aside "
+                     << spans[0][0] << " / " << spans[0][1] << ", set aside after 3 s "
+                     << spans[1][0] << " / " << spans[1][1]);
+  BOOST_TEST(spans[0][1] >= 6000u); // every record since the prepare
+  BOOST_TEST(spans[1][1] <= 800u);  // as with no prepared transaction (<= 700)
+  BOOST_TEST(spans[1][1] <= spans[1][0] + 40);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
