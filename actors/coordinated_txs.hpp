@@ -27,7 +27,10 @@
 //
 // Outcomes are kept for keep_for() after end() (by default 60 s; the
 // membership sets 3 request timeouts + 30 s): a holder that asks later is
-// told "unknown", and by then no message of the commit can still arrive.
+// told "unknown", and by then no message of the commit can still arrive. A
+// commit every participant acknowledged is forgotten at once (each holds
+// its commit record, so no one asks), which keeps the memory to the
+// commits that failed or aborted.
 //
 // Thread-safe: coordinators run on the client server's threads, the
 // membership actor on its own.
@@ -92,12 +95,16 @@ public:
   }
 
   /// The two-phase commit of `tx` is over: committed if commit() said so,
-  /// else aborted. Its outcome is kept for keep_for().
-  void end(const tx_id& tx) {
+  /// else aborted. Its outcome is kept for keep_for(), unless
+  /// `all_acknowledged` (every participant has durably committed it).
+  void end(const tx_id& tx, bool all_acknowledged = false) {
     std::lock_guard<std::mutex> g{mu_};
     auto now = clock::now();
     auto i = txs_.find(tx);
-    if (i != txs_.end() && !i->second.ended) {
+    if (i != txs_.end() && all_acknowledged
+        && i->second.state == coordinator_state::committed && !i->second.ended) {
+      txs_.erase(i);
+    } else if (i != txs_.end() && !i->second.ended) {
       if (i->second.state == coordinator_state::collecting)
         i->second.state = coordinator_state::aborted;
       i->second.ended = true;

@@ -298,7 +298,8 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
   // this coordinator while it is (coordinated_txs).
   ctx->coordinating->begin(tx);
   auto done = [ctx, tx, done_outside](expected<std::uint64_t> r) {
-    ctx->coordinating->end(tx);
+    // Committed and acknowledged by every participant: no one will ask.
+    ctx->coordinating->end(tx, r.has_value());
     done_outside(std::move(r));
   };
   // Every participant is routed before anything is sent: a partition that

@@ -36,6 +36,17 @@ BOOST_AUTO_TEST_CASE(a_coordinator_answers_how_its_two_phase_commit_ended) {
   reg.end(a);
   BOOST_TEST(reg.decide(a, false).commit_time == 42u);
   BOOST_TEST(reg.size() == 3u);
+  // Committed and acknowledged by every participant: forgotten at once (no
+  // holder can miss its decision); an abort is kept even so.
+  tx_id d{1, 4}, e{1, 5};
+  reg.begin(d);
+  reg.begin(e);
+  BOOST_REQUIRE(reg.commit(d, 43));
+  reg.end(d, true);
+  reg.end(e, true);
+  BOOST_TEST((reg.decide(d, false).state == coordinator_state::unknown));
+  BOOST_TEST((reg.decide(e, false).state == coordinator_state::aborted));
+  BOOST_TEST(reg.size() == 4u);
 }
 
 BOOST_AUTO_TEST_CASE(outcomes_are_forgotten_after_the_keep_time_only) {
