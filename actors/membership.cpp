@@ -1076,7 +1076,7 @@ bool coordinator_gone(mem_self self, const undecided_tx& u) {
 // Whether the coordinator of `u` is asked to decide now (force): when a
 // link may have lost messages of its commit (the coordinator's node, or
 // the node of another participant, went down since a request timeout
-// before the prepare, or this run started since), or when the prepare is
+// before the prepare, or it was prepared before this run), or when the prepare is
 // older than a request timeout (every prepare call of the coordinator has
 // answered or timed out by then). A healthy two-phase commit that is merely
 // slow (a prepare held by a handoff) is never aborted by a holder.
@@ -1086,9 +1086,10 @@ bool force_decision(mem_self self, const undecided_tx& u) {
   auto now = wall_clock_us();
   if (now > u.prepare_time && now - u.prepare_time > limit)
     return true;
-  auto lost_since = [&](std::uint64_t at) { return at != 0 && at + limit >= u.prepare_time; };
-  if (lost_since(st.started_us))
+  // Prepared before this run started: recovered, its messages lost.
+  if (u.prepare_time <= st.started_us)
     return true;
+  auto lost_since = [&](std::uint64_t at) { return at != 0 && at + limit >= u.prepare_time; };
   auto went_down = [&](const node_id& n) {
     auto i = st.peers.find(n);
     return i != st.peers.end() && lost_since(i->second.down_at_us);
