@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -774,6 +776,173 @@ BOOST_AUTO_TEST_CASE(a_paused_coordinators_prepared_transactions_are_decided_wit
   for (auto v : got->values)
     BOOST_TEST(v == got->values[0]); // atomic
   BOOST_TEST(decided_ms < 5000); // about 2 s; 10 s or a timeout before
+}
+
+// The entries `tally inspect --deep` reads in partition p of the data dir
+// `dir` (next to the running node: it only reads); -1 when not found.
+long long inspected_entries(const std::string& dir, std::uint32_t p) {
+  temp_dir work;
+  std::filesystem::create_directories(work.path);
+  child_process tally{TALLY_CLI_PATH, {"inspect", "--deep", dir}, work.path};
+  if (!tally.started() || tally.wait(std::chrono::milliseconds{20000}) < 0)
+    return -1;
+  std::istringstream in{slurp(tally.out)};
+  const std::string head = "partition " + std::to_string(p) + ": ok,";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(head, 0) != 0)
+      continue;
+    auto end = line.find(" entries read");
+    auto start = end == std::string::npos ? end : line.rfind(", ", end);
+    if (start != std::string::npos)
+      return std::stoll(line.substr(start + 2, end - start - 2));
+  }
+  return -1;
+}
+
+// Issue 13, a coordinator's node down for good (n_val 1, kill -9, not
+// restarted): a transaction it left prepared on a survivor, decided at no
+// reachable participant, stays prepared, as it must (its other
+// participants are on the dead node). After 3 request timeouts it is set
+// aside: its partition checkpoints again and its journal stays bounded
+// under load (before, it grew by every commit: 4 entries each), while
+// reads of other keys are served and its own key
+// waits (measured with `tally inspect --deep`, which counts the entries of
+// every database). When the node is back, it is decided (a commit at a time the
+// checkpoint passed is folded into the checkpoint store) and the group
+// reads equal everywhere.
+BOOST_AUTO_TEST_CASE(a_live_partitions_journal_stays_bounded_while_a_dead_coordinators_transaction_waits) {
+  local_cluster cl{"batch"};
+  // Set aside after 3 s; checkpoints 5 times a second keeping 0.5 s; a
+  // small FBF, so that commits with op ids (the client always sends them)
+  // leave the log after about 2 s (docs/NODE.md, "Exactly-once").
+  cl.extra = {"--request-timeout-ms", "1000", "--checkpoint-interval-ms", "200",
+              "--snapshot-retention-ms", "500", "--fbf-refresh-ms", "100",
+              "--fbf-past-filters", "1", "--fbf-retry-timeout-ms", "200"};
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+  auto group = one_key_per_partition("stuck");
+  auto mine = one_key_per_partition("load");
+  std::vector<counter_inc> ups;
+  for (const auto& k : group)
+    ups.push_back(counter_inc{k, 1});
+  auto node_of = [&](std::uint32_t p) -> std::size_t {
+    for (std::size_t n = 0; n < 3; ++n)
+      if (std::filesystem::exists(partition_dir(cl.dir_of(n), p)))
+        return n;
+    return 3;
+  };
+  // Kill node 2 under two-phase load through it until a survivor's
+  // partition is left holding one of its transactions with no decision
+  // anywhere reachable (bounded: a kill leaves one in most runs).
+  std::optional<std::uint32_t> stuck;
+  std::optional<std::string> stuck_clock; // a snapshot above its prepare
+  std::int64_t acked = 0;
+  for (int attempt = 0; attempt < 5 && !stuck; ++attempt) {
+    if (attempt > 0) {
+      BOOST_REQUIRE(cl.restart(2));
+      BOOST_REQUIRE(cl.wait_serving({0, 1, 2}, std::chrono::seconds(30)));
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> progress{0};
+    std::vector<std::thread> writers;
+    std::mutex mu;
+    for (int w = 0; w < 2; ++w)
+      writers.emplace_back([&] {
+        auto c = connect_to(cl.nodes[2]->port);
+        for (int n = 0; c && n < 20000 && !stop.load(); ++n) {
+          auto r = c->update(ups);
+          ++progress;
+          std::lock_guard<std::mutex> g{mu};
+          acked += r ? 1 : 0;
+        }
+      });
+    BOOST_REQUIRE(wait_progress(progress, 100));
+    cl.nodes[2]->stop(SIGKILL);
+    stop = true;
+    for (auto& t : writers)
+      t.join();
+    // Give the survivors 3 s to decide what they can (a commit found at a
+    // reachable participant), then look for a key still held.
+    const auto killed = clock_type::now();
+    auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{500});
+    BOOST_REQUIRE(c);
+    std::this_thread::sleep_until(killed + std::chrono::seconds(3));
+    for (std::uint32_t p = 0; p < cluster_partitions && !stuck; ++p) {
+      if (node_of(p) == 2)
+        continue;
+      auto w = c->update({counter_inc{mine[p], 1}}); // a clock above the kill
+      if (!w) {
+        if (auto again = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{500}))
+          c = std::move(again);
+        continue;
+      }
+      auto r = c->read({bound_object{group[p], crdt_type::counter}}, *w);
+      if (!r && r.err().code() == errc::timeout) {
+        stuck = p;
+        stuck_clock = *w;
+      }
+      if (auto again = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{500}))
+        c = std::move(again); // a fresh connection after a timeout
+    }
+  }
+  BOOST_REQUIRE_MESSAGE(stuck, "no kill left a transaction prepared on a survivor");
+  const auto p = *stuck;
+  const auto holder = cl.dir_of(node_of(p));
+  BOOST_TEST_MESSAGE("partition " << p << " holds a dead coordinator's transaction");
+  // Load on another key of that partition, through node 0.
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> loaded{0};
+  std::thread loader([&] {
+    auto c = connect_to(cl.nodes[0]->port);
+    for (int n = 0; c && n < 200000 && !stop.load(); ++n)
+      if (c->update({counter_inc{mine[p], 1}}))
+        ++loaded;
+  });
+  // Set aside after 3 request timeouts, then the FBF's keep (2 s) and a
+  // few checkpoints: measure over the 10 s after that.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const auto e1 = inspected_entries(holder, p);
+  const auto l1 = loaded.load();
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  const auto e2 = inspected_entries(holder, p);
+  const auto l2 = loaded.load();
+  // Meanwhile its other keys are served at fresh snapshots; its own waits.
+  auto c = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{3000});
+  BOOST_REQUIRE(c);
+  auto fresh = c->update({counter_inc{mine[p], 1}});
+  BOOST_REQUIRE(fresh);
+  auto other = c->read({bound_object{mine[p], crdt_type::counter}}, *fresh);
+  BOOST_TEST(other.has_value(), (other ? "" : other.err().to_string()));
+  auto held = c->read({bound_object{group[p], crdt_type::counter}}, *fresh);
+  BOOST_TEST(!held.has_value()); // still undecided: its coordinator's node is down
+  stop = true;
+  loader.join();
+  BOOST_TEST_MESSAGE("partition " << p << ": " << e1 << " -> " << e2 << " entries while "
+                                  << (l2 - l1) << " commits went to it");
+  BOOST_REQUIRE(e1 >= 0);
+  BOOST_REQUIRE(e2 >= 0);
+  BOOST_TEST(l2 - l1 >= 200); // enough load to tell
+  // Before: + 4 entries per commit (update and commit records, an index
+  // and an op-id entry), for ever. Now the log keeps about 2 s of commits
+  // (the FBF's keep), whose size moves with the load's rate.
+  BOOST_TEST(e2 - e1 < 2 * (l2 - l1));
+  // Node 2 back: the transaction is decided (its run is over), and the
+  // group reads equal, at or above the acknowledged count.
+  BOOST_REQUIRE(cl.restart(2));
+  BOOST_REQUIRE(cl.wait_serving({0, 1, 2}, std::chrono::seconds(30)));
+  expected<read_result> got = make_error(errc::unavailable, "not read yet");
+  for (int i = 0; i < 100 && !got; ++i) { // bounded: decided within seconds
+    auto r = connect_to(cl.nodes[0]->port, std::chrono::milliseconds{2000});
+    if (r)
+      got = r->read(bound(group), *stuck_clock);
+  }
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.err().to_string()));
+  for (auto v : got->values) {
+    BOOST_TEST(v == got->values[0]); // atomic, the late commit included
+    BOOST_TEST(v >= acked);
+  }
 }
 
 // A node that restarts with a copy of a partition another node owns (a
