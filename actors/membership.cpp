@@ -245,6 +245,11 @@ struct membership_state {
   // lost their messages with the crash (force_decision).
   std::uint64_t started_us = 0;
   bool peer_came_up = false; // since the last gossip handled
+  // When a peer last went down or came up: for a while after, prepared
+  // transactions are looked for 4 times a second, not once (messages of
+  // two-phase commits in flight may have been lost with the links).
+  std::chrono::steady_clock::time_point link_changed{};
+  bool fast_ticking = false;
   // n_val > 1 (docs/REPLICATION.md; actors/replica_sets.hpp): this node's
   // copies of partitions others own, its copies found stale, what each
   // local copy was last configured as, and when this run started (copies
@@ -1316,14 +1321,33 @@ void ask(mem_self self, const resolution_key& key) {
                   });
 }
 
-// Starts an attempt for every transaction being resolved that has none out.
-void resolve_all(mem_self self) {
+// Starts an attempt for every transaction being resolved that has none out
+// or, with `again`, whose attempt is still out (a peer came up: questions
+// sent while its links were down are lost; the old attempt's answers are
+// ignored from now on).
+void resolve_all(mem_self self, bool again = false) {
   std::vector<resolution_key> keys;
   for (const auto& [key, r] : self->state.resolving)
-    if (!r.asking && !r.deciding)
+    if ((again || !r.asking) && !r.deciding)
       keys.push_back(key);
   for (const auto& key : keys)
     ask(self, key);
+}
+
+// How often, and for how long after a link changed, prepared transactions
+// are looked for: about a second sooner than the regular tick finds them.
+constexpr std::chrono::milliseconds fast_tick{250};
+constexpr std::chrono::seconds fast_ticking_for{10};
+
+// A peer went down or came up: look for transactions whose messages may
+// have been lost, 4 times a second for a while (resolve_tick_atom).
+void link_changed(mem_self self) {
+  auto& st = self->state;
+  st.link_changed = std::chrono::steady_clock::now();
+  if (!st.fast_ticking) {
+    st.fast_ticking = true;
+    self->delayed_send(self, fast_tick, resolve_tick_atom::value);
+  }
 }
 
 // Starts resolving `u` (once) and asks at once.
@@ -1340,11 +1364,11 @@ void track_undecided(mem_self self, const undecided_tx& u) {
   ask(self, key);
 }
 
-// Asks every local partition for transactions prepared over a second ago
-// (no two-phase commit in progress is this slow) and resolves them.
-void collect_stale(mem_self self) {
+// Asks every local partition for transactions prepared over `quiet_us` ago
+// (a second: no two-phase commit in progress is this slow; a quarter of a
+// second just after a link changed) and resolves them.
+void collect_stale(mem_self self, std::uint64_t quiet_us = 1'000'000) {
   auto& st = self->state;
-  constexpr std::uint64_t quiet_us = 1'000'000;
   auto now = wall_clock_us();
   if (now <= quiet_us)
     return;
@@ -1647,6 +1671,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         pe.parts.assign(self->state.cfg.q, nullptr);
         pe.copies.assign(self->state.cfg.q, nullptr);
         pe.down_at_us = wall_clock_us(); // messages may be lost
+        link_changed(self);
         if (self->state.out && self->state.out->to == id)
           handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }
@@ -1714,7 +1739,8 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       // about at once, not at the next tick.
       if (st.peer_came_up) {
         st.peer_came_up = false;
-        resolve_all(self);
+        resolve_all(self, true);
+        link_changed(self);
       }
     },
     [self](tick_atom) {
@@ -1725,6 +1751,16 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       expire_forwarders(self);
       gossip_all(self);
       self->delayed_send(self, gossip_period, tick_atom::value);
+    },
+    [self](resolve_tick_atom) {
+      auto& st = self->state;
+      if (std::chrono::steady_clock::now() - st.link_changed >= fast_ticking_for) {
+        st.fast_ticking = false;
+        return;
+      }
+      collect_stale(self, std::chrono::microseconds{fast_tick}.count());
+      resolve_all(self);
+      self->delayed_send(self, fast_tick, resolve_tick_atom::value);
     },
     [self](connected_atom, node_id& id, caf::actor& h) {
       self->state.peers[id].connecting = false;
