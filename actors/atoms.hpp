@@ -33,8 +33,11 @@ using leave_atom = caf::atom_constant<caf::atom("m_leave")>;
 // for good (`tally cluster remove`, docs/CLUSTER.md "Removing a dead node").
 using remove_atom = caf::atom_constant<caf::atom("m_remove")>;
 using connected_atom = caf::atom_constant<caf::atom("m_conn")>;
-// Is this transaction's two-phase commit still in progress on your node?
-using tx_active_atom = caf::atom_constant<caf::atom("m_txact")>;
+// (m_txdec, encode_wire(tx_decide_req)) -> tx_decide_resp bytes: how did (or
+// will) this node's two-phase commit of the transaction end?
+using tx_decide_atom = caf::atom_constant<caf::atom("m_txdec")>;
+// The membership's own fast timer while links change (resolution).
+using resolve_tick_atom = caf::atom_constant<caf::atom("m_rtick")>;
 
 // Handoff (actors/handoff.hpp).
 using drain_atom = caf::atom_constant<caf::atom("h_drain")>;

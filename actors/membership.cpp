@@ -184,8 +184,20 @@ struct peer {
   // What it served when it went down: named in the routes of partitions
   // whose only copy it holds (not "handoff in progress; retry").
   std::set<std::uint32_t> served_when_down;
+  // Wall time (us) it was last seen going down: a two-phase commit it took
+  // part in around then may have lost messages (force_decision).
+  std::uint64_t down_at_us = 0;
   bool up = false;
   bool connecting = false;
+};
+
+// One transaction left prepared at a local partition, while it is resolved.
+struct resolution {
+  undecided_tx u;
+  std::uint64_t attempt = 0; // the last attempt's number
+  bool asking = false;       // an attempt's questions are out
+  bool deciding = false;     // the decision is on its way to the partition
+  bool warned = false;       // "cannot be decided" logged once
 };
 
 // The one partition this node is handing off (one at a time keeps the
@@ -225,14 +237,20 @@ struct membership_state {
   std::map<std::uint32_t, incoming_partition> incoming;
   std::shared_ptr<routing> routes;
   bool shutdown_requested = false;
-  std::vector<undecided_tx> undecided; // resolved with the cluster
-  // Every (partition, tx) queued, in a round or being decided: a
-  // transaction is queued once.
-  std::set<std::pair<std::uint32_t, tx_id>> tracked;
-  // Transactions whose coordinator's node answered that it no longer
-  // works on them (tx_active_atom): only their journals can commit them.
-  std::set<tx_id> coordinator_done;
-  bool resolving = false;              // a round of questions is out
+  // Transactions left prepared here with no decision, being resolved with
+  // the cluster (docs/CLUSTER.md, "Recovery of undecided transactions"), by
+  // (partition, tx); each is asked about once at a time.
+  std::map<std::pair<std::uint32_t, tx_id>, resolution> resolving;
+  std::uint64_t resolution_attempts = 0;
+  // Wall time (us) this run started: transactions recovered from before it
+  // lost their messages with the crash (force_decision).
+  std::uint64_t started_us = 0;
+  bool peer_came_up = false; // since the last gossip handled
+  // When a peer last went down or came up: for a while after, prepared
+  // transactions are looked for 4 times a second, not once (messages of
+  // two-phase commits in flight may have been lost with the links).
+  std::chrono::steady_clock::time_point link_changed{};
+  bool fast_ticking = false;
   // n_val > 1 (docs/REPLICATION.md; actors/replica_sets.hpp): this node's
   // copies of partitions others own, its copies found stale, what each
   // local copy was last configured as, and when this run started (copies
@@ -704,6 +722,7 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
     log(log_level::info, "peer ", id, " is up");
     if (st.cfg.remote)
       st.cfg.remote->link_up(id);
+    st.peer_came_up = true;
   }
   pe.membership = std::move(m);
   pe.incarnation = incarnation;
@@ -994,34 +1013,56 @@ void progress(mem_self self) {
 }
 
 // ---- recovery of undecided transactions ---------------------------------------
+//
+// A transaction left prepared at a local partition with no decision (its
+// coordinator's messages were lost: a crash, a kill, a pause long enough to
+// drop the links) is resolved by asking, at once, the other participants
+// its prepare record names (their decision index: did it commit, at what
+// time, or abort there?) and the node of its coordinator (how did its
+// two-phase commit end? coordinated_txs). The first answer that decides it
+// is applied at once: a commit anywhere commits it here at that time; an
+// abort anywhere, or the coordinator's abort, aborts it; the coordinator's
+// commit commits it. With no such answer, it is aborted only when every
+// participant answered "no decision" (and can prove it: its decision index
+// keeps everything at or after the prepare time) and no coordinator can
+// still commit it (its run is over, it says it does not know it, or it is
+// older than three request timeouts). Anything else waits for the next
+// attempt (every second, and at once when a peer comes up).
 
-// True when no coordinator of `tx` can still send a commit: its node's run
-// (the tx id's origin) is over (every member is up and none has that
-// incarnation, or it was this node's previous run), or the transaction is
-// older than three request timeouts: a coordinator commits only after every
-// prepare answered, within one request timeout of sending them, and its
-// commit records land at once, or (held by a partition moving to another
-// node) within one more; past that it only aborts.
-bool coordinator_run_over(mem_self self, const undecided_tx& u);
+// How long one question of an attempt may take: a lost one (a link that
+// dropped again) is asked again at the next attempt, a second later.
+std::chrono::milliseconds ask_timeout(mem_self self) {
+  return std::min(self->state.cfg.request_timeout, std::chrono::milliseconds{1000});
+}
 
-bool coordinator_gone(mem_self self, const undecided_tx& u) {
-  auto& st = self->state;
-  auto limit = static_cast<std::uint64_t>(
-    std::chrono::duration_cast<std::chrono::microseconds>(st.cfg.request_timeout).count());
-  auto now = wall_clock_us();
-  if (now > u.prepare_time && now - u.prepare_time > 3 * limit)
-    return true;
-  return coordinator_run_over(self, u);
+std::uint64_t request_timeout_us(mem_self self) {
+  return static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(self->state.cfg.request_timeout)
+      .count());
 }
 
 // True when the run of the node that coordinated `u` (the tx id's origin)
-// is over: every member is up and none has that incarnation (it restarted
-// or left), or it was this node's previous run. Nothing can commit `u` any
-// more except what its journals already hold.
+// is over, so nothing can commit `u` any more except what its journals
+// already hold: its coordinator's node (named by the prepare record) is up
+// with another incarnation, was removed or has left, or is this node (a
+// previous run). For a prepare that names no coordinator (written before
+// issue 13): every member is up and none has that incarnation.
 bool coordinator_run_over(mem_self self, const undecided_tx& u) {
   auto& st = self->state;
   if (u.tx.origin == st.cfg.incarnation)
     return false;
+  if (!u.coordinator.empty()) {
+    if (u.coordinator == self_id(self))
+      return true;
+    auto m = st.ring->members().find(u.coordinator);
+    if (m == st.ring->members().end())
+      return false; // not known here yet (a joiner): it may coordinate
+    if (gone(m->second.status))
+      return true;
+    auto i = st.peers.find(u.coordinator);
+    return i != st.peers.end() && i->second.up && i->second.incarnation != 0
+           && i->second.incarnation != u.tx.origin;
+  }
   for (const auto& [id, info] : st.ring->members()) {
     if (id == self_id(self) || gone(info.status))
       continue;
@@ -1034,175 +1075,310 @@ bool coordinator_run_over(mem_self self, const undecided_tx& u) {
   return true;
 }
 
-// Sends the decision on `u` to its partition; on failure `u` waits for the
-// next round again.
-// Sends the decision on `u` to its partition; on failure `u` waits for the
-// next round again, unless the partition no longer holds it prepared (its
-// coordinator's own decision got there first).
-void decide(mem_self self, const undecided_tx& u, caf::atom_value kind, std::string bytes) {
-  auto key = std::make_pair(u.p, u.tx);
-  self->request(copy_here(self, u.p), self->state.cfg.request_timeout, kind, std::move(bytes))
+// True when no coordinator of `u` can still send a commit: its run is
+// over, or the transaction is older than three request timeouts (a
+// coordinator commits only after every prepare answered, within one request
+// timeout of sending them, and its commit records land at once, or, held by
+// a partition moving to another node, within one more; past that it only
+// aborts).
+bool coordinator_gone(mem_self self, const undecided_tx& u) {
+  auto now = wall_clock_us();
+  if (now > u.prepare_time && now - u.prepare_time > 3 * request_timeout_us(self))
+    return true;
+  return coordinator_run_over(self, u);
+}
+
+// Whether the coordinator of `u` is asked to decide now (force): when a
+// link may have lost messages of its commit (the coordinator's node, or
+// the node of another participant, went down since a request timeout
+// before the prepare, or it was prepared before this run), or when the prepare is
+// older than a request timeout (every prepare call of the coordinator has
+// answered or timed out by then). A healthy two-phase commit that is merely
+// slow (a prepare held by a handoff) is never aborted by a holder.
+bool force_decision(mem_self self, const undecided_tx& u) {
+  auto& st = self->state;
+  const auto limit = request_timeout_us(self);
+  auto now = wall_clock_us();
+  if (now > u.prepare_time && now - u.prepare_time > limit)
+    return true;
+  // Prepared before this run started: recovered, its messages lost.
+  if (u.prepare_time <= st.started_us)
+    return true;
+  auto lost_since = [&](std::uint64_t at) { return at != 0 && at + limit >= u.prepare_time; };
+  auto went_down = [&](const node_id& n) {
+    auto i = st.peers.find(n);
+    return i != st.peers.end() && lost_since(i->second.down_at_us);
+  };
+  if (u.coordinator.empty() || u.participants.empty()) { // not named: any peer
+    for (const auto& [id, pe] : st.peers)
+      if (lost_since(pe.down_at_us))
+        return true;
+    return false;
+  }
+  if (went_down(u.coordinator))
+    return true;
+  auto table = st.routes->load();
+  for (auto q : u.participants)
+    if (q < table->size() && went_down((*table)[q].node))
+      return true;
+  return false;
+}
+
+using resolution_key = std::pair<std::uint32_t, tx_id>;
+
+// One attempt at resolving one transaction: its questions and what the
+// answers said so far.
+struct attempt {
+  resolution_key key;
+  undecided_tx u;
+  std::uint64_t id = 0;
+  std::size_t left = 0;        // questions not answered yet
+  bool complete = true;        // every participant answered
+  bool pruned = false;         // one cannot prove the absence of a decision
+  bool coordinator_done = false; // the coordinator does not know it any more
+  bool concluded = false;      // a decision was taken
+};
+
+// Sends the decision on `key` to its partition; on failure the transaction
+// is asked about again at the next attempt. A partition that no longer
+// holds it prepared (its coordinator's own decision got there first)
+// answers not_found: done too.
+void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
+            std::string bytes) {
+  auto& st = self->state;
+  auto copy = copy_here(self, key.first);
+  if (!copy) {
+    st.resolving.erase(key); // moved away: its new owner resolves it
+    return;
+  }
+  self->request(copy, st.cfg.request_timeout, kind, std::move(bytes))
     .then(
-      [self, u, key](std::string& reply) {
+      [self, key](std::string& reply) {
         auto a = decode_wire<part_ack>(reply);
         auto& st = self->state;
-        if (a && !a->err) {
-          st.tracked.erase(key);
-          st.coordinator_done.erase(u.tx);
+        if (a && (!a->err || a->err->code() == errc::not_found)) {
+          st.resolving.erase(key);
           return;
         }
-        if (a && a->err->code() == errc::not_found) {
-          st.tracked.erase(key); // decided meanwhile
-          st.coordinator_done.erase(u.tx);
-          return;
-        }
-        log(log_level::warn, "partition ", u.p, ": deciding ", u.tx, " failed: ",
+        log(log_level::warn, "partition ", key.first, ": deciding ", key.second, " failed: ",
             a ? a->err->to_string() : a.err().to_string());
-        st.undecided.push_back(u);
+        if (auto i = st.resolving.find(key); i != st.resolving.end())
+          i->second.deciding = false;
       },
-      [self, u](caf::error&) { self->state.undecided.push_back(u); });
+      [self, key](caf::error&) {
+        if (auto i = self->state.resolving.find(key); i != self->state.resolving.end())
+          i->second.deciding = false;
+      });
 }
 
-// One round: every other partition of the ring is asked whether its journal
-// holds the commit of each undecided transaction. A commit anywhere commits
-// it here at that time; no commit anywhere, with every partition answering
-// and its coordinator gone, aborts it. Anything else waits for the next
-// round: a node is down, the coordinator may still commit, or a partition
-// has folded its log past the prepare time (its "not found" proves nothing:
-// the transaction stays prepared, logged, rather than risk aborting what
-// committed there).
-void resolve_round(mem_self self) {
-  auto& st = self->state;
-  if (st.resolving || st.undecided.empty())
+// Applies the decision an answer of attempt `a` brought (once per attempt).
+void conclude(mem_self self, const std::shared_ptr<attempt>& a, bool commit,
+              std::uint64_t commit_time, const char* why) {
+  if (a->concluded)
     return;
-  auto table = st.routes->load();
-  struct round {
-    std::vector<undecided_tx> items; // taken out of st.undecided
-    std::vector<std::optional<std::uint64_t>> commit;
-    std::vector<bool> complete;
-    std::vector<bool> folded;
-    std::size_t left = 0;
-  };
-  auto r = std::make_shared<round>();
-  r->items = std::move(st.undecided);
-  st.undecided.clear();
-  r->commit.assign(r->items.size(), std::nullopt);
-  r->complete.assign(r->items.size(), true);
-  r->folded.assign(r->items.size(), false);
-  std::vector<std::pair<std::size_t, caf::actor>> asks;
-  for (std::size_t i = 0; i < r->items.size(); ++i)
-    for (std::uint32_t q = 0; q < table->size(); ++q) {
-      if (q == r->items[i].p)
-        continue;
-      if (!(*table)[q].handle)
-        r->complete[i] = false;
-      else
-        asks.emplace_back(i, (*table)[q].handle);
-    }
-  st.resolving = true;
-  r->left = asks.size();
-  auto finish = [self, r] {
-    auto& st = self->state;
-    st.resolving = false;
-    for (std::size_t i = 0; i < r->items.size(); ++i) {
-      const auto& u = r->items[i];
-      if (!copy_here(self, u.p)) {
-        // Moved away (its new owner finds it prepared and resolves it).
-        st.tracked.erase(std::make_pair(u.p, u.tx));
-        continue;
-      }
-      if (r->commit[i]) {
-        log(log_level::info, "partition ", u.p, ": ", u.tx, " committed at ", *r->commit[i],
-            " on another partition: committed here too");
-        decide(self, u, part_commit_atom::value,
-               encode_wire(part_commit_req{u.tx, *r->commit[i]}));
-      } else if (r->complete[i] && !r->folded[i]
-                 && (coordinator_gone(self, u) || st.coordinator_done.count(u.tx) != 0)) {
-        log(log_level::info, "partition ", u.p, ": ", u.tx,
-            " committed nowhere and its coordinator is gone: aborted");
-        decide(self, u, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
-      } else {
-        if (r->folded[i])
-          log(log_level::warn, "partition ", u.p, ": ", u.tx, " prepared at ", u.prepare_time,
-              " cannot be decided: another partition has folded its log past that time;"
-              " it stays prepared");
-        st.undecided.push_back(u);
-      }
-    }
-  };
-  if (asks.empty())
-    return finish();
-  for (auto& [i, who] : asks) {
-    auto idx = i;
-    self->request(who, st.cfg.request_timeout, part_find_atom::value,
-                  encode_wire(r->items[idx].tx))
-      .then(
-        [r, idx, finish](std::string& bytes) {
-          auto a = decode_wire<part_find_resp>(bytes);
-          if (!a || a->err)
-            r->complete[idx] = false;
-          else if (a->commit_time != 0)
-            r->commit[idx] = a->commit_time;
-          else if (a->folded_through >= r->items[idx].prepare_time)
-            r->folded[idx] = true;
-          if (--r->left == 0)
-            finish();
-        },
-        [r, idx, finish](caf::error&) {
-          r->complete[idx] = false;
-          if (--r->left == 0)
-            finish();
-        });
+  a->concluded = true;
+  auto& st = self->state;
+  auto i = st.resolving.find(a->key);
+  if (i == st.resolving.end() || i->second.attempt != a->id)
+    return;
+  i->second.deciding = true;
+  const auto& u = a->u;
+  if (commit) {
+    log(log_level::info, "partition ", u.p, ": ", u.tx, " committed at ", commit_time, " (",
+        why, "): committed here too");
+    decide(self, a->key, part_commit_atom::value,
+           encode_wire(part_commit_req{u.tx, commit_time}));
+  } else {
+    log(log_level::info, "partition ", u.p, ": ", u.tx, " ", why, ": aborted");
+    decide(self, a->key, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
   }
 }
 
+// An answer of attempt `a` came (or its question failed); after the last
+// one, the journals decide if no answer did.
+void answered(mem_self self, const std::shared_ptr<attempt>& a) {
+  if (--a->left > 0)
+    return;
+  auto& st = self->state;
+  auto i = st.resolving.find(a->key);
+  if (i == st.resolving.end() || i->second.attempt != a->id)
+    return;
+  auto& r = i->second;
+  r.asking = false;
+  if (a->concluded)
+    return;
+  if (a->complete && !a->pruned && (a->coordinator_done || coordinator_gone(self, r.u)))
+    return conclude(self, a, false, 0,
+                    "decided at no participant, and its coordinator cannot commit it");
+  if (a->pruned && !r.warned) {
+    r.warned = true;
+    log(log_level::warn, "partition ", r.u.p, ": ", r.u.tx, " prepared at ", r.u.prepare_time,
+        " cannot be decided yet: a participant has dropped decisions that old, so its "
+        "\"no decision\" proves nothing; it stays prepared until its coordinator answers");
+  }
+}
+
+// Asks the node whose run coordinates `u` (this one, or the peer its
+// prepare names, up with that incarnation) how its two-phase commit of `u`
+// ended; `done` gets nullopt when there is no one to ask or no answer.
+void ask_coordinator(mem_self self, const undecided_tx& u, bool force,
+                     std::function<void(std::optional<coordinator_answer>)> done) {
+  auto& st = self->state;
+  if (u.tx.origin == st.cfg.incarnation) {
+    if (!st.cfg.coordinating)
+      return done(std::nullopt);
+    return done(st.cfg.coordinating->decide(u.tx, force));
+  }
+  caf::actor target;
+  for (const auto& [id, pe] : st.peers) {
+    if (!u.coordinator.empty() && id != u.coordinator)
+      continue;
+    if (pe.up && pe.membership && pe.incarnation == u.tx.origin) {
+      target = pe.membership;
+      break;
+    }
+  }
+  if (!target)
+    return done(std::nullopt);
+  self->request(target, ask_timeout(self), tx_decide_atom::value,
+                encode_wire(tx_decide_req{u.tx, force}))
+    .then(
+      [done](std::string& bytes) {
+        auto r = decode_wire<tx_decide_resp>(bytes);
+        if (!r)
+          return done(std::nullopt);
+        done(coordinator_answer{static_cast<coordinator_state>(r->state), r->commit_time});
+      },
+      [done](caf::error&) { done(std::nullopt); });
+}
+
+// One attempt at resolving the transaction of `key`: every participant
+// and the coordinator are asked at once.
+void ask(mem_self self, const resolution_key& key) {
+  auto& st = self->state;
+  auto it = st.resolving.find(key);
+  if (it == st.resolving.end())
+    return;
+  if (!copy_here(self, key.first)) {
+    st.resolving.erase(it); // moved away: its new owner resolves it
+    return;
+  }
+  auto& r = it->second;
+  r.asking = true;
+  r.attempt = ++st.resolution_attempts;
+  auto a = std::make_shared<attempt>();
+  a->key = key;
+  a->u = r.u;
+  a->id = r.attempt;
+  const auto& u = a->u;
+  auto table = st.routes->load();
+  std::vector<caf::actor> asks;
+  auto consider = [&](std::uint32_t q) {
+    if (q == u.p)
+      return;
+    if (q >= table->size() || !(*table)[q].handle)
+      a->complete = false; // down or moving: it may hold the decision
+    else
+      asks.push_back((*table)[q].handle);
+  };
+  if (u.participants.empty()) { // not named (an old prepare): all of them
+    for (std::uint32_t q = 0; q < table->size(); ++q)
+      consider(q);
+  } else {
+    for (auto q : u.participants)
+      consider(q);
+  }
+  a->left = asks.size() + 1; // and the coordinator
+  const auto tx_bytes = encode_wire(u.tx);
+  for (auto& who : asks)
+    self->request(who, ask_timeout(self), part_find_atom::value, tx_bytes)
+      .then(
+        [self, a](std::string& bytes) {
+          auto f = decode_wire<part_find_resp>(bytes);
+          if (!f || f->err)
+            a->complete = false;
+          else if (f->commit_time != 0)
+            conclude(self, a, true, f->commit_time, "at another participant");
+          else if (f->aborted)
+            conclude(self, a, false, 0, "aborted at another participant");
+          else if (f->folded_through >= a->u.prepare_time)
+            a->pruned = true;
+          answered(self, a);
+        },
+        [self, a](caf::error&) {
+          a->complete = false;
+          answered(self, a);
+        });
+  // Last: a local coordinator answers at once, and may finish the attempt.
+  ask_coordinator(self, u, force_decision(self, u),
+                  [self, a](std::optional<coordinator_answer> ans) {
+                    if (ans) {
+                      switch (ans->state) {
+                        case coordinator_state::committed:
+                          conclude(self, a, true, ans->commit_time, "by its coordinator");
+                          break;
+                        case coordinator_state::aborted:
+                          conclude(self, a, false, 0, "aborted by its coordinator");
+                          break;
+                        case coordinator_state::unknown:
+                          a->coordinator_done = true;
+                          break;
+                        case coordinator_state::collecting:
+                          break;
+                      }
+                    }
+                    answered(self, a);
+                  });
+}
+
+// Starts an attempt for every transaction being resolved that has none out
+// or, with `again`, whose attempt is still out (a peer came up: questions
+// sent while its links were down are lost; the old attempt's answers are
+// ignored from now on).
+void resolve_all(mem_self self, bool again = false) {
+  std::vector<resolution_key> keys;
+  for (const auto& [key, r] : self->state.resolving)
+    if ((again || !r.asking) && !r.deciding)
+      keys.push_back(key);
+  for (const auto& key : keys)
+    ask(self, key);
+}
+
+// How often, and for how long after a link changed, prepared transactions
+// are looked for: about a second sooner than the regular tick finds them.
+constexpr std::chrono::milliseconds fast_tick{250};
+constexpr std::chrono::seconds fast_ticking_for{10};
+
+// A peer went down or came up: look for transactions whose messages may
+// have been lost, 4 times a second for a while (resolve_tick_atom).
+void link_changed(mem_self self) {
+  auto& st = self->state;
+  st.link_changed = std::chrono::steady_clock::now();
+  if (!st.fast_ticking) {
+    st.fast_ticking = true;
+    self->delayed_send(self, fast_tick, resolve_tick_atom::value);
+  }
+}
+
+// Starts resolving `u` (once) and asks at once.
 void track_undecided(mem_self self, const undecided_tx& u) {
   auto& st = self->state;
-  if (st.tracked.insert(std::make_pair(u.p, u.tx)).second) {
-    log(log_level::info, "partition ", u.p, ": ", u.tx,
-        " prepared over a second ago and not decided: asking the cluster");
-    st.undecided.push_back(u);
-  }
+  resolution_key key{u.p, u.tx};
+  if (!st.resolving.emplace(key, resolution{u}).second)
+    return;
+  log(log_level::info, "partition ", u.p, ": ", u.tx,
+      " prepared over a second ago and not decided: asking ",
+      u.participants.empty() ? std::string{"every partition"}
+                             : std::to_string(u.participants.size()) + " participant(s)",
+      " and its coordinator");
+  ask(self, key);
 }
 
-// Asks the node whose run coordinates `u` (this one, or an up peer with
-// that incarnation) whether its two-phase commit is still in progress. Once
-// it is not (it finished, or failed with its messages lost while a link was
-// down, as after a pause), only the journals can commit `u`: it is tracked
-// and resolved (a commit record anywhere commits it, none aborts it). A
-// coordinator that is paused or unreachable does not answer: `u` waits.
-void ask_coordinator(mem_self self, const undecided_tx& u) {
+// Asks every local partition for transactions prepared over `quiet_us` ago
+// (a second: no two-phase commit in progress is this slow; a quarter of a
+// second just after a link changed) and resolves them.
+void collect_stale(mem_self self, std::uint64_t quiet_us = 1'000'000) {
   auto& st = self->state;
-  auto settle = [self, u](bool active) {
-    if (active)
-      return;
-    self->state.coordinator_done.insert(u.tx);
-    track_undecided(self, u);
-  };
-  if (u.tx.origin == st.cfg.incarnation) {
-    settle(st.cfg.coordinating && st.cfg.coordinating->active(u.tx));
-    return;
-  }
-  for (const auto& [id, pe] : st.peers) {
-    if (!pe.up || !pe.membership || pe.incarnation != u.tx.origin)
-      continue;
-    self->request(pe.membership, st.cfg.request_timeout, tx_active_atom::value, encode_wire(u.tx))
-      .then([settle](bool active) { settle(active); }, [](caf::error&) {});
-    return;
-  }
-}
-
-// Asks every local partition for transactions prepared over a second ago
-// and queues for resolve_round those whose coordinator went silent: prepared
-// longer than three request timeouts ago, or coordinated by a node run that
-// is over (a node killed and restarted: issue 13, its prepared transactions
-// used to block their partitions for those 3 x 10 s even when the node was
-// back after 0.1 s; now they are decided in the next round, about a second).
-void collect_stale(mem_self self) {
-  auto& st = self->state;
-  auto limit = static_cast<std::uint64_t>(
-    std::chrono::duration_cast<std::chrono::microseconds>(st.cfg.request_timeout).count());
-  constexpr std::uint64_t quiet_us = 1'000'000; // no 2PC in progress is this slow
   auto now = wall_clock_us();
   if (now <= quiet_us)
     return;
@@ -1213,21 +1389,17 @@ void collect_stale(mem_self self) {
       continue;
     self->request(copy, st.cfg.request_timeout, part_stale_atom::value, before)
       .then(
-        [self, p, limit](std::string& bytes) {
+        [self, p](std::string& bytes) {
           auto r = decode_wire<part_stale_resp>(bytes);
           if (!r || r->err)
             return;
-          auto& st = self->state;
-          auto now = wall_clock_us();
           for (std::size_t i = 0; i < r->txs.size() && i < r->prepare_times.size(); ++i) {
-            undecided_tx u{p, r->txs[i], r->prepare_times[i]};
-            if (st.tracked.count(std::make_pair(p, u.tx)) != 0)
-              continue;
-            bool silent = now > u.prepare_time && now - u.prepare_time > 3 * limit;
-            if (silent || coordinator_run_over(self, u))
-              track_undecided(self, u);
-            else
-              ask_coordinator(self, u); // its run goes on: is it still at work on u?
+            undecided_tx u{p, r->txs[i], r->prepare_times[i], {}, {}};
+            if (i < r->participants.size())
+              u.participants = std::move(r->participants[i]);
+            if (i < r->coordinators.size())
+              u.coordinator = std::move(r->coordinators[i]);
+            track_undecided(self, u);
           }
         },
         [](caf::error&) {});
@@ -1481,9 +1653,15 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
   st.local.resize(st.cfg.q);
   st.copies.resize(st.cfg.q);
   st.routes = std::move(routes);
-  st.undecided = st.cfg.undecided;
-  for (const auto& u : st.undecided)
-    st.tracked.insert(std::make_pair(u.p, u.tx));
+  for (const auto& u : st.cfg.undecided)
+    st.resolving.emplace(std::make_pair(u.p, u.tx), resolution{u});
+  // The recovered transactions lost their messages with the crash: their
+  // coordinators are asked to decide (force_decision).
+  st.started_us = wall_clock_us();
+  // A coordinator's outcomes outlive every message of its commit
+  // (coordinated_txs: then "unknown" lets the journals decide).
+  if (st.cfg.coordinating)
+    st.cfg.coordinating->keep_for(3 * st.cfg.request_timeout + std::chrono::seconds{30});
   for (auto p : st.cfg.unopened)
     st.unopened.insert(p);
   self->set_down_handler([self](caf::down_msg& m) {
@@ -1509,6 +1687,8 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         pe.up = false;
         pe.parts.assign(self->state.cfg.q, nullptr);
         pe.copies.assign(self->state.cfg.q, nullptr);
+        pe.down_at_us = wall_clock_us(); // messages may be lost
+        link_changed(self);
         if (self->state.out && self->state.out->to == id)
           handoff_failed(self, self->state.out->attempt, "the receiver went down");
       }
@@ -1571,15 +1751,33 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         return;
       }
       changed(self, *st.ring != before);
+      // A peer back (after a pause, a restart): its coordinators and
+      // partitions can answer now, so undecided transactions are asked
+      // about at once, not at the next tick.
+      if (st.peer_came_up) {
+        st.peer_came_up = false;
+        resolve_all(self, true);
+        link_changed(self);
+      }
     },
     [self](tick_atom) {
       changed(self, false);
       collect_stale(self);
       check_filling(self);
-      resolve_round(self);
+      resolve_all(self);
       expire_forwarders(self);
       gossip_all(self);
       self->delayed_send(self, gossip_period, tick_atom::value);
+    },
+    [self](resolve_tick_atom) {
+      auto& st = self->state;
+      if (std::chrono::steady_clock::now() - st.link_changed >= fast_ticking_for) {
+        st.fast_ticking = false;
+        return;
+      }
+      collect_stale(self, std::chrono::microseconds{fast_tick}.count());
+      resolve_all(self);
+      self->delayed_send(self, fast_tick, resolve_tick_atom::value);
     },
     [self](connected_atom, node_id& id, caf::actor& h) {
       self->state.peers[id].connecting = false;
@@ -1628,12 +1826,20 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       rebuild_routes(self);
       gossip_all(self);
     },
-    [self](tx_active_atom, std::string& bytes) -> bool {
-      auto tx = decode_wire<tx_id>(bytes);
-      if (!tx)
-        return true; // cannot tell: the asker keeps waiting
+    // How a two-phase commit this node coordinates ended (issue 13): asked
+    // by a node holding it prepared (ask_coordinator).
+    [self](tx_decide_atom, std::string& bytes) -> std::string {
+      auto req = decode_wire<tx_decide_req>(bytes);
+      tx_decide_resp out;
+      if (!req) {
+        out.state = static_cast<std::uint8_t>(coordinator_state::collecting); // cannot tell
+        return encode_wire(out);
+      }
       const auto& reg = self->state.cfg.coordinating;
-      return reg && reg->active(*tx);
+      auto a = reg ? reg->decide(req->tx, req->force) : coordinator_answer{};
+      out.state = static_cast<std::uint8_t>(a.state);
+      out.commit_time = a.commit_time;
+      return encode_wire(out);
     },
     [self](leave_atom, node_id& who) -> std::tuple<bool, std::string> {
       auto& st = self->state;

@@ -15,6 +15,9 @@
 //                          every second and
 //                          on every change; a new or restarted peer is
 //                          answered with this node's own gossip
+//                         (m_txdec, tx_decide_req bytes) -> tx_decide_resp
+//                          bytes: how a two-phase commit this node
+//                          coordinates ended (coordinated_txs::decide)
 //   admin (admin socket): (m_status) -> text
 //                         (m_leave, node id) -> (ok, text)
 //                         (m_remove, node id, force) -> (ok, text)
@@ -46,12 +49,16 @@ namespace tally {
 
 class routing;
 
-/// A transaction a crash left prepared at local partition `p` whose commit
-/// record is on no partition of this node: resolved with the cluster.
+/// A transaction left prepared at local partition `p` (by a crash, or by a
+/// coordinator that went silent) with no decision on this node: resolved
+/// with the cluster. `participants` and `coordinator` come from its prepare
+/// record (empty: not named, every partition is asked).
 struct undecided_tx {
   std::uint32_t p = 0;
   tx_id tx;
   std::uint64_t prepare_time = 0;
+  std::vector<std::uint32_t> participants = {};
+  node_id coordinator = {};
 };
 
 struct membership_config {
@@ -79,7 +86,7 @@ struct membership_config {
   /// one in its place; `owned`: the owner's copy (partitions/<p>) rather
   /// than a replica's.
   std::function<expected<caf::actor>(std::uint32_t, bool owned)> replace_copy;
-  /// The two-phase commits this node coordinates (tx_active_atom answers).
+  /// The two-phase commits this node coordinates (tx_decide_atom answers).
   std::shared_ptr<coordinated_txs> coordinating;
   /// Calls to other nodes' partitions: failed at once when a member's link
   /// is lost (not when it leaves: actors/remote_calls.hpp).

@@ -53,6 +53,10 @@ struct part_prepare_req {
   std::vector<tx_update> updates;
   std::uint64_t snapshot_time = 0;
   bool two_phase = false;
+  /// Two-phase: every partition of the commit and the coordinator's node
+  /// id, written in the prepare record (wire version 3).
+  std::vector<std::uint32_t> participants = {};
+  std::string coordinator = {};
 };
 struct part_time_resp {
   std::optional<error> err;
@@ -73,22 +77,46 @@ struct part_ack {
   std::optional<error> err;
 };
 
-/// Recovery (docs/CLUSTER.md): does this partition's journal hold the commit
-/// of `tx`? `commit_time` 0: not in the journal; `folded_through` is the
-/// partition's checkpoint time: a commit at or below it may have been
-/// folded and truncated, so "not found" proves nothing for a transaction
-/// prepared at or below it.
+/// Recovery (docs/CLUSTER.md): how did `tx` end at this partition (its
+/// decision index, journal::find_decision)? `commit_time` 0 and `aborted`
+/// false: no decision here. `folded_through`: decisions at or below it may
+/// have been dropped (the index's horizon - 1), so "no decision" proves
+/// nothing for a transaction prepared at or below it.
 struct part_find_resp {
   std::optional<error> err;
   std::uint64_t commit_time = 0;
   std::uint64_t folded_through = 0;
+  bool aborted = false; // an abort record here (wire version 3)
 };
 
-/// The prepared transactions of a partition older than a bound (p_stale).
+/// The prepared transactions of a partition older than a bound (p_stale),
+/// each with the participants and coordinator its prepare record names
+/// (empty: unknown).
 struct part_stale_resp {
   std::optional<error> err;
   std::vector<tx_id> txs;
   std::vector<std::uint64_t> prepare_times; // one per tx
+  std::vector<std::vector<std::uint32_t>> participants = {}; // one per tx
+  std::vector<std::string> coordinators = {};                // one per tx
+};
+
+// ---- between membership actors ---------------------------------------------
+
+/// To the membership of the node that coordinates `tx` (m_txdec): how did
+/// (or will) its two-phase commit end? With `force`, a commit still
+/// collecting its prepares is aborted now (its coordinator has not decided,
+/// so it may: cooperative termination of two-phase commit), so the answer
+/// is final unless the coordinator does not know `tx` any more.
+struct tx_decide_req {
+  tx_id tx;
+  bool force = false;
+};
+struct tx_decide_resp {
+  /// 0: still collecting prepares (only without force); 1: committed at
+  /// commit_time; 2: aborted; 3: unknown to this run (finished too long
+  /// ago, or never coordinated here): only the journals can tell.
+  std::uint8_t state = 3;
+  std::uint64_t commit_time = 0;
 };
 
 // ---- the client server's direct calls ------------------------------------

@@ -105,27 +105,40 @@ status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores, bo
   for (auto& core : cores) {
     auto pending = core->undecided(); // copy: stage_* change the core
     for (const auto& u : pending) {
-      std::optional<std::uint64_t> commit;
+      // The other participants here (every partition here when the prepare
+      // record does not name them), one decision-index lookup each.
+      std::optional<tx_outcome> outcome;
+      std::uint64_t commit = 0;
       for (auto& other : cores) {
-        if (other.get() == core.get())
+        if (other.get() == core.get()
+            || (!u.participants.empty()
+                && !std::binary_search(u.participants.begin(), u.participants.end(),
+                                       other->index())))
           continue;
-        auto found = other->find_commit(u.tx);
+        auto found = other->find_decision(u.tx);
         if (!found)
           return found.err();
-        if (*found) {
-          commit = *found;
+        if (found->outcome) {
+          outcome = found->outcome;
+          commit = found->commit_time;
           break;
         }
       }
-      if (commit) {
+      if (outcome == tx_outcome::committed) {
         log(log_level::info, "partition ", core->index(), ": recovered ",
-            u.tx, " committed at ", *commit);
-        if (auto st = core->stage_commit(u.tx, *commit); !st)
+            u.tx, " committed at ", commit);
+        if (auto st = core->stage_commit(u.tx, commit); !st)
+          return st.err();
+      } else if (outcome == tx_outcome::aborted) {
+        log(log_level::info, "partition ", core->index(), ": recovered ",
+            u.tx, " prepared, aborted at another participant: aborted");
+        if (auto st = core->stage_abort(u.tx); !st)
           return st.err();
       } else if (!alone) {
         log(log_level::info, "partition ", core->index(), ": recovered ",
-            u.tx, " prepared, no commit record on this node: asking the cluster");
-        left.push_back(undecided_tx{core->index(), u.tx, u.prepare_time});
+            u.tx, " prepared, no decision on this node: asking the cluster");
+        left.push_back(undecided_tx{core->index(), u.tx, u.prepare_time, u.participants,
+                                    u.coordinator});
       } else {
         log(log_level::info, "partition ", core->index(), ": recovered ",
             u.tx, " prepared but never committed: aborted");
@@ -463,8 +476,8 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                                   || cfg.mode == durability::periodic);
   auto syncer = sync_elsewhere ? std::make_shared<background_syncer>(cfg.sync_threads)
                                : nullptr;
-  auto opts_for = [cfg, root, sync_elsewhere](std::uint32_t i, bool must_exist,
-                              const char* folder = "partitions") {
+  auto opts_for = [cfg, root, replicated, sync_elsewhere](std::uint32_t i, bool must_exist,
+                                                          const char* folder = "partitions") {
     partition_options po;
     po.index = i;
     po.path = (root / folder / std::to_string(i)).string();
@@ -478,6 +491,14 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
       std::chrono::duration_cast<std::chrono::microseconds>(
         cfg.snapshot_retention)
         .count());
+    // Issue 13: a transaction prepared 3 request timeouts ago (no live
+    // coordinator commits it any more without being asked) stops holding
+    // the checkpoints back. Not with replication: copies keep identical
+    // logs, and the set-aside moves records.
+    if (!replicated)
+      po.set_aside_after_us = 3 * static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(cfg.limits.request_timeout)
+          .count());
     return po;
   };
   // Open and recover every held partition before serving anything.

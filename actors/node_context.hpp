@@ -15,6 +15,7 @@
 #include <caf/actor.hpp>
 
 #include "actors/remote_calls.hpp"
+#include "actors/coordinated_txs.hpp"
 #include "common/ids.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/request_limits.hpp"
@@ -123,30 +124,6 @@ inline std::vector<route> local_routes(const std::vector<caf::actor>& parts,
     out.push_back(route{a, node, {}});
   return out;
 }
-
-/// The two-phase commits this node coordinates right now (commit_writes):
-/// another node that holds one of them prepared asks, through the
-/// membership actors, whether it may still be committed (docs/CLUSTER.md,
-/// "Recovery of undecided transactions").
-class coordinated_txs {
-public:
-  void begin(const tx_id& tx) {
-    std::lock_guard<std::mutex> g{mu_};
-    txs_.insert(tx);
-  }
-  void end(const tx_id& tx) {
-    std::lock_guard<std::mutex> g{mu_};
-    txs_.erase(tx);
-  }
-  bool active(const tx_id& tx) const {
-    std::lock_guard<std::mutex> g{mu_};
-    return txs_.count(tx) != 0;
-  }
-
-private:
-  mutable std::mutex mu_;
-  std::unordered_set<tx_id, tx_id_hash> txs_;
-};
 
 struct node_context {
   std::shared_ptr<routing> routes = std::make_shared<routing>();

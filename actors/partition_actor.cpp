@@ -153,6 +153,23 @@ std::uint64_t readable_time(partition_self self) {
   return v == UINT64_MAX ? safe : std::min(safe, v - 1);
 }
 
+// Whether `req` can be served now: its snapshot is at or below the
+// partition's readable time, or (issue 13) at or below the safe time of
+// every key it reads (a transaction left prepared holds back only the keys
+// it writes) and below the replication bound.
+bool readable(partition_self self, const part_read_req& req) {
+  const auto s = req.snapshot.get(local_dc);
+  if (s <= readable_time(self))
+    return true;
+  auto v = self->state.repl.visible_below();
+  if (v != UINT64_MAX && s >= v)
+    return false;
+  for (const auto& it : req.items)
+    if (s > self->state.core->safe_time_for(it.key))
+      return false;
+  return true;
+}
+
 part_read_resp serve(partition_core& core, const part_read_req& req) {
   part_read_resp out;
   auto fail = [&out](error e) {
@@ -365,7 +382,7 @@ void retry_reads(partition_self self) {
   std::uint64_t ahead = 0;
   for (auto& r : st.reads) {
     auto s = r.req.snapshot.get(local_dc);
-    if (s <= safe)
+    if (s <= safe || readable(self, r.req))
       r.answer(serve(*st.core, r.req));
     else {
       ahead = std::max(ahead, s - safe);
@@ -613,7 +630,8 @@ void run_checkpoint(partition_self self) {
       r.index_entries_dropped, " index entries, ", r.op_ids_dropped,
       " op ids; log starts at ", r.truncation_lsn, " (", r.limited_by,
       "), spans ", cp->log_span, " LSNs; FBF horizon ", cp->fbf_horizon_us,
-      "; took ", took.count(), " us");
+      "; set aside ", cp->set_aside, " transaction(s) left prepared (",
+      r.records_relocated, " records moved to the log's end); took ", took.count(), " us");
 }
 
 void schedule_tick(partition_self self) {
@@ -676,8 +694,10 @@ void on_tick(partition_self self) {
   if (st.core->has_staged() && !st.core->stopped())
     schedule_flush(self);
   auto every = st.timers.checkpoint_every();
-  if (every > 0 && st.ticks % every == 0)
+  if (every > 0 && st.ticks % every == 0) {
     run_checkpoint(self);
+    publish(self); // a set-aside transaction stops pinning the stable time
+  }
   schedule_tick(self);
 }
 
@@ -688,7 +708,7 @@ void serve_call(partition_self self, part_read_call& call) {
   auto& st = self->state;
   if (st.mode != partition_mode::serving || !st.repl.serves_clients())
     return via_mailbox(self, std::move(call.req), std::move(call.reply));
-  if (call.req.snapshot.get(local_dc) <= readable_time(self))
+  if (readable(self, call.req))
     return call.reply(serve(*st.core, call.req));
   if (auto full = parked_reads_full(self))
     return call.reply(part_read_resp{*full, {}});
@@ -703,7 +723,8 @@ void serve_call(partition_self self, part_prepare_call& call) {
     return via_mailbox(self, part_prepare_atom::value, call.req, std::move(call.reply));
   auto& req = call.req;
   auto out = st.core->stage_prepare(req.tx, std::move(req.updates), req.snapshot_time,
-                                    req.two_phase);
+                                    req.two_phase, std::move(req.participants),
+                                    std::move(req.coordinator));
   admit_prepare(self, req.tx, req.two_phase, std::move(out),
                 prepare_reply{{}, std::move(call.reply)});
 }
@@ -783,7 +804,7 @@ caf::behavior partition_fn(partition_self self,
       auto req = decode_wire<part_read_req>(bytes);
       if (!req)
         return encode_wire(part_read_resp{req.err(), {}});
-      if (req->snapshot.get(local_dc) <= readable_time(self))
+      if (readable(self, *req))
         return encode_wire(serve(*st.core, *req));
       if (auto full = parked_reads_full(self))
         return encode_wire(part_read_resp{*full, {}});
@@ -800,7 +821,9 @@ caf::behavior partition_fn(partition_self self,
       if (!req)
         return encode_wire(part_time_resp{req.err(), 0, 0});
       auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
-                                        req->snapshot_time, req->two_phase);
+                                        req->snapshot_time, req->two_phase,
+                                        std::move(req->participants),
+                                        std::move(req->coordinator));
       auto rp = self->make_response_promise();
       admit_prepare(self, req->tx, req->two_phase, std::move(out), prepare_reply{rp, {}});
       return rp;
@@ -847,11 +870,17 @@ caf::behavior partition_fn(partition_self self,
       auto tx = decode_wire<tx_id>(bytes);
       if (!tx)
         return encode_wire(part_find_resp{tx.err(), 0, 0});
-      auto found = st.core->find_commit(*tx);
+      // One lookup in the decision index (issue 13; it used to scan and
+      // decode the whole log, once a second per undecided transaction).
+      auto found = st.core->find_decision(*tx);
       if (!found)
         return encode_wire(part_find_resp{found.err(), 0, 0});
-      return encode_wire(part_find_resp{std::nullopt, found->value_or(0),
-                                                   st.core->checkpoint_time()});
+      part_find_resp out;
+      out.folded_through = found->kept_from > 0 ? found->kept_from - 1 : 0;
+      if (found->outcome == tx_outcome::committed)
+        out.commit_time = found->commit_time;
+      out.aborted = found->outcome == tx_outcome::aborted;
+      return encode_wire(out);
     },
     // Prepared transactions older than a bound, for the membership to
     // resolve when their coordinator went silent.
@@ -865,9 +894,11 @@ caf::behavior partition_fn(partition_self self,
       if (!before)
         return encode_wire(part_stale_resp{before.err(), {}, {}});
       part_stale_resp out;
-      for (const auto& u : st.core->prepared_before(*before)) {
+      for (auto& u : st.core->prepared_before(*before)) {
         out.txs.push_back(u.tx);
         out.prepare_times.push_back(u.prepare_time);
+        out.participants.push_back(std::move(u.participants));
+        out.coordinators.push_back(std::move(u.coordinator));
       }
       return encode_wire(out);
     },

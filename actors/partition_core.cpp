@@ -184,6 +184,8 @@ partition_core::open(partition_options opts) {
     }
     prepared_tx p;
     p.prepare_time = u.prepare->prepare_time;
+    p.participants = u.prepare->participants;
+    p.coordinator = u.prepare->coordinator;
     for (auto& [pos, upd] : u.updates) {
       p.positions.push_back(pos);
       if (upd.op)
@@ -193,8 +195,8 @@ partition_core::open(partition_options opts) {
       p.updates.push_back(
         tx_update{std::move(upd.key), upd.type, std::move(upd.effect), upd.op});
     }
-    self->prepare_times_.insert(p.prepare_time);
-    self->undecided_.push_back({u.tx, p.prepare_time});
+    self->hold(p);
+    self->undecided_.push_back({u.tx, p.prepare_time, p.participants, p.coordinator});
     self->prepared_.emplace(u.tx, std::move(p));
   }
   return self;
@@ -210,6 +212,33 @@ std::uint64_t partition_core::safe_time() {
   if (prepare_times_.empty())
     return clock_;
   return std::min(clock_, *prepare_times_.begin() - 1);
+}
+
+std::uint64_t partition_core::safe_time_for(const object_key& key) {
+  clock_ = std::max(clock_, opts_.now_us());
+  std::uint64_t out = clock_;
+  auto [from, to] = prepared_keys_.equal_range(key);
+  for (auto i = from; i != to; ++i)
+    out = std::min(out, i->second - 1);
+  return out;
+}
+
+void partition_core::hold(const prepared_tx& p) {
+  prepare_times_.insert(p.prepare_time);
+  for (const auto& u : p.updates)
+    prepared_keys_.emplace(u.key, p.prepare_time);
+}
+
+void partition_core::unhold(const prepared_tx& p) {
+  prepare_times_.erase(prepare_times_.find(p.prepare_time));
+  for (const auto& u : p.updates) {
+    auto [from, to] = prepared_keys_.equal_range(u.key);
+    for (auto i = from; i != to; ++i)
+      if (i->second == p.prepare_time) {
+        prepared_keys_.erase(i);
+        break;
+      }
+  }
 }
 
 status partition_core::check_snapshot(const vector_clock& snapshot) const {
@@ -326,7 +355,9 @@ void partition_core::release_in_flight(const prepared_tx& p) {
 
 expected<prepare_outcome>
 partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
-                              std::uint64_t snapshot_time, bool two_phase) {
+                              std::uint64_t snapshot_time, bool two_phase,
+                              std::vector<std::uint32_t> participants,
+                              std::string coordinator) {
   if (failed_)
     return make_error(errc::unavailable,
                       "partition " + std::to_string(opts_.index)
@@ -386,7 +417,8 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
       out.blocked_by = orig.owner;
       out.wait_bound_us = die_at == UINT64_MAX ? 0 : opts_.older_wait_us;
       pending_.emplace(tx, pending_prepare{std::move(updates), snapshot_time,
-                                           two_phase, orig.owner, false,
+                                           two_phase, std::move(participants),
+                                           std::move(coordinator), orig.owner, false,
                                            false, die_at});
       return out;
     }
@@ -432,10 +464,16 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   }
   p.positions.assign(p.updates.size(), 0);
   if (two_phase) {
-    staged_.push_back(prepare_record{tx, p.prepare_time});
+    std::sort(participants.begin(), participants.end());
+    participants.erase(std::unique(participants.begin(), participants.end()),
+                       participants.end());
+    p.participants = participants;
+    p.coordinator = coordinator;
+    staged_.push_back(prepare_record{tx, p.prepare_time, std::move(participants),
+                                     std::move(coordinator)});
     staged_refs_.push_back({tx, 0});
   }
-  prepare_times_.insert(p.prepare_time);
+  hold(p);
   prepared_.emplace(tx, std::move(p));
   return out;
 }
@@ -637,7 +675,8 @@ expected<prepare_outcome> partition_core::resume_prepare(const tx_id& tx) {
                           "younger undecided transaction that did not finish "
                           "in time: nothing applied, retry");
   return stage_prepare(tx, std::move(pp.updates), pp.snapshot_time,
-                       pp.two_phase);
+                       pp.two_phase, std::move(pp.participants),
+                       std::move(pp.coordinator));
 }
 
 std::size_t partition_core::expire_waits() {
@@ -664,9 +703,16 @@ status partition_core::stage_commit(const tx_id& tx,
     return make_error(errc::unavailable, "partition stopped after a failed "
                                          "write: " + failed_->to_string());
   auto i = prepared_.find(tx);
-  if (i == prepared_.end())
+  if (i == prepared_.end()) {
+    // Recovery may have committed it here first (its decision came from
+    // another participant): the coordinator's own commit, at the same time,
+    // is acknowledged, not refused.
+    auto d = log_->find_decision(tx);
+    if (d && *d && (*d)->outcome == tx_outcome::committed && (*d)->time == commit_time)
+      return {};
     return make_error(errc::not_found, "commit of a transaction this "
                                        "partition has not prepared");
+  }
   if (commit_time < i->second.prepare_time)
     return make_error(errc::invalid_argument,
                       "commit time below the prepare time");
@@ -706,7 +752,21 @@ status partition_core::flush() {
     return {};
   if (failed_)
     return *failed_;
-  auto range = log_->append(staged_);
+  // A late commit (a set-aside transaction committed at a time <= C): its
+  // effects go straight into the checkpoint store, in the append.
+  auto late = [this](storage_txn& txn, const commit_record& c, lsn at) -> status {
+    auto i = prepared_.find(c.tx);
+    if (i == prepared_.end())
+      return {};
+    std::vector<std::pair<object_key, committed_effect>> effects;
+    for (std::size_t u = 0; u < i->second.updates.size(); ++u) {
+      const auto& up = i->second.updates[u];
+      effects.emplace_back(up.key, committed_effect{i->second.positions[u], c.tx, c.commit_time,
+                                                    up.effect, at, up.type});
+    }
+    return store_->fold_late(txn, effects);
+  };
+  auto range = log_->append(staged_, late);
   // Only a storage I/O failure stops the partition. Anything else (a full
   // map, a record the journal refuses) left the journal usable with nothing
   // of the batch applied: fail that batch's transactions and keep serving.
@@ -786,7 +846,18 @@ void partition_core::apply_batch(const appended_batch& b) {
       if (i == prepared_.end())
         continue;
       auto& p = i->second;
+      // A late commit is in the checkpoint entries: cached versions of its
+      // keys (based at C without it) are dropped and reload.
+      const bool late = log_->checkpoint().sequence > 0
+                        && c->commit_time <= log_->checkpoint().time;
       for (std::size_t u = 0; u < p.updates.size(); ++u) {
+        if (late) {
+          cache_->erase(p.updates[u].key);
+          if (p.updates[u].op)
+            if (auto f = fbf_for(p.updates[u].key.bucket))
+              (*f)->insert(p.updates[u].op->hash());
+          continue;
+        }
         committed_effect e;
         e.position = p.positions[u];
         e.tx = ref.tx;
@@ -808,7 +879,7 @@ void partition_core::apply_batch(const appended_batch& b) {
         }
       }
       release_in_flight(p);
-      prepare_times_.erase(prepare_times_.find(p.prepare_time));
+      unhold(p);
       prepared_.erase(i);
       // Its ids are in the FBF and `opids` now: a waiting retry is a
       // duplicate.
@@ -846,7 +917,9 @@ status partition_core::stage_replicated(const journal_record& rec) {
     if (p.prepare_time != 0)
       return bad("a second prepare");
     p.prepare_time = pr->prepare_time;
-    prepare_times_.insert(p.prepare_time);
+    p.participants = pr->participants;
+    p.coordinator = pr->coordinator;
+    hold(p);
     clock_ = std::max(clock_, pr->prepare_time);
     staged_refs_.push_back({tx, 0});
   } else if (auto* c = std::get_if<commit_record>(&rec)) {
@@ -858,7 +931,7 @@ status partition_core::stage_replicated(const journal_record& rec) {
         return bad("a second commit");
       if (p.prepare_time == 0) { // one-step: no prepare record
         p.prepare_time = t;
-        prepare_times_.insert(t);
+        hold(p);
       }
       p.commit_time = t;
     }
@@ -1021,7 +1094,7 @@ void partition_core::drop_prepared(const tx_id& tx) {
   if (i == prepared_.end())
     return;
   release_in_flight(i->second);
-  prepare_times_.erase(prepare_times_.find(i->second.prepare_time));
+  unhold(i->second);
   prepared_.erase(i);
   wake_waiting_for(tx); // its ids were never applied: a waiting retry applies
 }
@@ -1055,12 +1128,30 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   // (an idle partition would otherwise sync once per interval).
   if (log_->truncation_lsn() == log_->next_lsn())
     return out;
-  const std::uint64_t safe = safe_time();
+  const std::uint64_t now = opts_.now_us();
+  // Set aside (issue 13): transactions prepared long ago, whose coordinator
+  // went silent, and those the checkpoint time has passed already. They do
+  // not hold C back: their keys stay unreadable above their prepare time,
+  // and a late commit of one is folded into the checkpoint store.
+  checkpoint_bounds b;
+  std::uint64_t safe = safe_time();
+  if (opts_.set_aside_after_us != 0) {
+    safe = clock_;
+    for (const auto& [tx, p] : prepared_) {
+      if (p.prepare_time == 0)
+        continue; // a replica's transaction in flight (not set aside: off there)
+      const bool aside = !p.commit_time
+                         && (p.prepare_time <= checkpoint_time()
+                             || p.prepare_time + opts_.set_aside_after_us < now);
+      if (aside)
+        b.set_aside.insert(tx);
+      else
+        safe = std::min(safe, p.prepare_time - 1);
+    }
+  }
   const std::uint64_t c = sub_floor(safe, opts_.snapshot_retention_us);
   if (c <= checkpoint_time())
     return out;
-  const std::uint64_t now = opts_.now_us();
-  checkpoint_bounds b;
   b.checkpoint_time = vector_clock{{local_dc, c}};
   // Every journaled record counts as replicated, except those a replica
   // that is behind still needs (keep_log_from: it is sent them from here).
@@ -1073,6 +1164,10 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   if (now < recovered_until_us_)
     horizon = std::min(horizon, recovered_floor_us_);
   b.fbf_horizon_us = horizon; // 0 (early in a test clock) keeps them all
+  // Decisions of two-phase transactions stay answerable for
+  // decision_keep_us, and as long as their records are in the log (<= C).
+  b.decisions_kept_from = std::min(c, sub_floor(now, opts_.decision_keep_us));
+  const std::uint64_t sequence_before = log_->checkpoint().sequence;
   auto report = store_->checkpoint(b);
   if (!report) {
     if (report.err().code() == errc::io_error)
@@ -1080,6 +1175,19 @@ expected<partition_checkpoint> partition_core::checkpoint() {
     return report.err();
   }
   cache_->truncate_below(b.checkpoint_time);
+  // Set-aside transactions whose records moved to the log's end (if this
+  // call wrote a checkpoint at all).
+  const auto& moved = log_->checkpoint().sequence != sequence_before
+                        ? log_->last_relocation()
+                        : std::vector<relocation>{};
+  for (const auto& m : moved) {
+    auto i = prepared_.find(m.tx);
+    if (i == prepared_.end())
+      continue;
+    for (std::size_t u = 0; u < m.updates.size() && u < i->second.positions.size(); ++u)
+      i->second.positions[u] = m.updates[u];
+  }
+  out.set_aside = b.set_aside.size();
   out.ran = true;
   out.report = std::move(*report);
   out.fbf_horizon_us = b.fbf_horizon_us;
@@ -1092,25 +1200,22 @@ partition_core::prepared_before(std::uint64_t before) const {
   std::vector<undecided_prepare> out;
   for (const auto& [tx, p] : prepared_)
     if (!p.commit_time && p.prepare_time < before)
-      out.push_back(undecided_prepare{tx, p.prepare_time});
+      out.push_back(undecided_prepare{tx, p.prepare_time, p.participants, p.coordinator});
   return out;
 }
 
-expected<std::optional<std::uint64_t>>
-partition_core::find_commit(const tx_id& tx) {
-  std::optional<std::uint64_t> found;
-  auto st = log_->scan(log_->truncation_lsn(), log_->next_lsn(),
-                       [&](lsn, const journal_record& r) {
-                         if (auto* c = std::get_if<commit_record>(&r);
-                             c && c->tx == tx) {
-                           found = c->commit_time.get(local_dc);
-                           return false;
-                         }
-                         return true;
-                       });
-  if (!st)
-    return st.err();
-  return found;
+expected<tx_decision> partition_core::find_decision(const tx_id& tx) {
+  auto found = log_->find_decision(tx);
+  if (!found)
+    return found.err();
+  tx_decision out;
+  out.kept_from = log_->decisions_kept_from();
+  if (*found) {
+    out.outcome = (*found)->outcome;
+    if ((*found)->outcome == tx_outcome::committed)
+      out.commit_time = (*found)->time;
+  }
+  return out;
 }
 
 } // namespace tally

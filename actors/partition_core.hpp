@@ -112,6 +112,24 @@ struct partition_options {
   /// times. Tests control it.
   std::function<std::uint64_t()> now_us = wall_clock_us;
   std::function<fbf_time()> now_fbf = steady_fbf_now;
+  /// How long the decision of a two-phase transaction prepared here stays
+  /// answerable (find_decision) after the checkpoint folded it: the other
+  /// participants of a transaction left prepared by a crash or a pause ask
+  /// for it when they come back (docs/CLUSTER.md, "Recovery of undecided
+  /// transactions"). A decision is dropped once its time is below both the
+  /// checkpoint time and now - decision_keep_us; a participant that asks
+  /// later about one it cannot prove absent keeps the transaction prepared.
+  std::uint64_t decision_keep_us = 600'000'000;
+  /// A prepared transaction older than this (its coordinator silent: a
+  /// node down or paused) is set aside by checkpoints (issue 13): it no
+  /// longer holds the checkpoint time or the node's stable time back, its
+  /// records are moved to the log's end when the log is truncated under
+  /// them, and if it commits at a time the checkpoint has passed, its
+  /// effects are folded straight into the checkpoint store (a late commit).
+  /// Its own keys stay unreadable above its prepare time until it is
+  /// decided. 0: never (the default; tallyd sets 3 request timeouts with
+  /// n_val 1, and 0 with replication: copies must keep identical logs).
+  std::uint64_t set_aside_after_us = 0;
   /// How long a two-phase prepare waits for a younger transaction holding
   /// one of its op ids before it gives up (wait-die's grace period; see
   /// partition_core::take_ready).
@@ -140,6 +158,7 @@ struct partition_checkpoint {
   checkpoint_report report;      // when ran
   std::uint64_t fbf_horizon_us = 0;
   std::uint64_t log_span = 0;    // LSNs the log spans after it (>= records)
+  std::size_t set_aside = 0;     // prepared transactions set aside
 };
 
 /// One update a transaction sends to a partition.
@@ -163,10 +182,25 @@ struct prepare_outcome {
   std::uint64_t wait_bound_us = 0;
 };
 
-/// A prepared transaction found undecided at recovery.
+/// A prepared transaction with no decision yet (found at recovery, or
+/// prepared_before()), with who else can tell its outcome: the partitions
+/// of its two-phase commit and its coordinator's node (empty when its
+/// prepare record did not say: written before issue 13).
 struct undecided_prepare {
   tx_id tx;
   std::uint64_t prepare_time = 0;
+  std::vector<std::uint32_t> participants = {};
+  std::string coordinator = {};
+};
+
+/// How a transaction ended at this partition, as its decision index says
+/// (find_decision).
+struct tx_decision {
+  std::optional<tx_outcome> outcome; // nullopt: no decision here
+  std::uint64_t commit_time = 0;     // when committed
+  /// Decisions with time >= this are all kept: for a transaction prepared
+  /// (anywhere) at or above it, "no decision here" is a proof.
+  std::uint64_t kept_from = 0;
 };
 
 class partition_core {
@@ -221,10 +255,15 @@ public:
   /// write; errc::invalid_argument for a transaction already staged here;
   /// a journal read error of the exact check (nothing staged: the client
   /// retries with the same ids).
+  /// A two-phase prepare names the `participants` (the partitions of the
+  /// commit) and the `coordinator` (its node id) in its prepare record, so
+  /// that recovery asks only them (issue 13).
   expected<prepare_outcome> stage_prepare(const tx_id& tx,
                                           std::vector<tx_update> updates,
                                           std::uint64_t snapshot_time,
-                                          bool two_phase);
+                                          bool two_phase,
+                                          std::vector<std::uint32_t> participants = {},
+                                          std::string coordinator = {});
 
   /// Exactly-once without the hole (issue 17): a prepare with an op id in
   /// flight in another undecided transaction X is not staged; it waits,
@@ -274,6 +313,9 @@ public:
   ///     no commit <= C can still arrive, and transactions read at
   ///     snapshots >= C (an older one gets "snapshot too old");
   ///   replicated_lsn = the last journaled LSN (one replica: n_val = 1);
+  ///   set aside: every prepared transaction older than
+  ///     set_aside_after_us or below the previous C (see there): C is then
+  ///     computed without them;
   ///   fbf_horizon_us = now - (fbf_max_id_lifetime + fbf_margin_us), lowered
   ///     to the oldest recovered op id's wall time while ids re-inserted at
   ///     recovery may still be in the FBF: every id the FBF can still hold
@@ -402,15 +444,28 @@ public:
   const std::vector<undecided_prepare>& undecided() const noexcept {
     return undecided_;
   }
-  /// The commit time of `tx` if this partition's journal holds its commit
-  /// (scans the log; used at startup only).
-  expected<std::optional<std::uint64_t>> find_commit(const tx_id& tx);
+  /// How `tx` ended here, if it was prepared here and decided: one lookup
+  /// in the journal's decision index, which keeps decisions through
+  /// checkpoints for options().decision_keep_us (docs/FORMAT.md, "Decision
+  /// index"). Errors: LMDB errors, errc::corrupt.
+  expected<tx_decision> find_decision(const tx_id& tx);
 
   std::uint64_t clock() const noexcept { return clock_; }
+  /// The safe time of one key: like safe_time(), but only transactions
+  /// that write `key` hold it back. A read of `key` at a snapshot <= it is
+  /// exact: no prepared or staged transaction at or below the snapshot
+  /// writes the key, and every later one gets a time above the clock
+  /// (issue 13: a transaction left prepared by a paused or dead coordinator
+  /// blocks only its own keys).
+  std::uint64_t safe_time_for(const object_key& key);
   /// The smallest prepare time of a prepared or staged transaction (reads at
-  /// or above it wait); UINT64_MAX when there is none.
+  /// or above it wait) above the checkpoint time; UINT64_MAX when there is
+  /// none. What the node's stable time is held below: a set-aside
+  /// transaction the checkpoint time has passed holds back only its keys
+  /// (a snapshot below the checkpoint time could not be read anyway).
   std::uint64_t blocked_from() const noexcept {
-    return prepare_times_.empty() ? UINT64_MAX : *prepare_times_.begin();
+    auto i = prepare_times_.upper_bound(checkpoint_time());
+    return i == prepare_times_.end() ? UINT64_MAX : *i;
   }
   std::size_t prepared_count() const noexcept { return prepared_.size(); }
   /// Prepared transactions (no commit staged) with prepare time below
@@ -438,6 +493,8 @@ private:
     std::vector<tx_update> updates;
     std::vector<lsn> positions; // LSN of each update record, once appended
     std::optional<std::uint64_t> commit_time; // staged commit
+    std::vector<std::uint32_t> participants;  // from its prepare
+    std::string coordinator;
   };
   // An op id staged by an undecided transaction, with the operation it
   // carried (a retry must carry the same).
@@ -452,6 +509,8 @@ private:
     std::vector<tx_update> updates;
     std::uint64_t snapshot_time = 0;
     bool two_phase = false;
+    std::vector<std::uint32_t> participants;
+    std::string coordinator;
     tx_id blocked_by;
     bool cancelled = false;
     bool expired = false;
@@ -492,6 +551,11 @@ private:
                       const crdt_effect& effect, const tx_update& u);
   static error conflicting_reuse(const op_id& id, const tx_update& u);
   void release_in_flight(const prepared_tx& p);
+  // The prepared set: a transaction enters it at its prepare time (which
+  // holds back the safe time and the safe time of each key it writes) and
+  // leaves it when it is applied or dropped.
+  void hold(const prepared_tx& p);
+  void unhold(const prepared_tx& p);
   // Lists the prepares waiting for `tx` as ready: its ids are decided.
   void wake_waiting_for(const tx_id& tx);
   // Forgets a prepared or staged transaction: its in-flight ids and its
@@ -531,6 +595,9 @@ private:
   std::uint64_t clock_ = 0;
   std::map<tx_id, prepared_tx> prepared_;
   std::multiset<std::uint64_t> prepare_times_;
+  // The prepare time of every prepared or staged transaction, by each key
+  // it writes (safe_time_for).
+  std::multimap<object_key, std::uint64_t> prepared_keys_;
   std::map<std::string, forgetful_bloom_filter> fbfs_;
   // max_fbfs: when each bucket's filter was last used (a counter), and until
   // when (wall µs) an evicted bucket's ids are checked exactly.

@@ -298,7 +298,8 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
   // this coordinator while it is (coordinated_txs).
   ctx->coordinating->begin(tx);
   auto done = [ctx, tx, done_outside](expected<std::uint64_t> r) {
-    ctx->coordinating->end(tx);
+    // Committed and acknowledged by every participant: no one will ask.
+    ctx->coordinating->end(tx, r.has_value());
     done_outside(std::move(r));
   };
   // Every participant is routed before anything is sent: a partition that
@@ -340,6 +341,17 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
       return done(*prepared->err);
     }
     const auto commit_time = prepared->acc;
+    // A holder of this transaction may have aborted it through this node
+    // meanwhile (coordinated_txs::decide with force: a link dropped while
+    // the prepares were out): then abort, never commit.
+    if (!ctx->coordinating->commit(tx, commit_time)) {
+      for (auto p : parts)
+        send_abort(*ctx, p, tx);
+      return done(make_error(errc::aborted,
+                             "transaction aborted: its prepares took so long that a "
+                             "participant asked this coordinator to decide (a node was "
+                             "paused or unreachable); nothing was applied, retry"));
+    }
     auto acked = std::make_shared<gather<int>>();
     acked->left = parts.size();
     for (auto p : parts)
@@ -353,8 +365,11 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
                       done(commit_time);
                   });
   };
+  // Each prepare record names every participant and this node (the
+  // coordinator), so that recovery asks only them (issue 13).
   for (auto& [p, ups] : writes)
-    call_prepare(sys, *ctx, p, part_prepare_req{tx, std::move(ups), snapshot, true},
+    call_prepare(sys, *ctx, p,
+                 part_prepare_req{tx, std::move(ups), snapshot, true, parts, ctx->owner},
                  on_prepared);
 }
 

@@ -63,7 +63,7 @@ void serialize(Archive& ar, part_read_resp& x) {
 
 template <class Archive>
 void serialize(Archive& ar, part_prepare_req& x) {
-  ar(x.tx, x.updates, x.snapshot_time, x.two_phase);
+  ar(x.tx, x.updates, x.snapshot_time, x.two_phase, x.participants, x.coordinator);
 }
 
 template <class Archive>
@@ -88,12 +88,25 @@ void serialize(Archive& ar, part_ack& x) {
 
 template <class Archive>
 void serialize(Archive& ar, part_find_resp& x) {
-  ar(x.err, x.commit_time, x.folded_through);
+  ar(x.err, x.commit_time, x.folded_through, x.aborted);
 }
 
 template <class Archive>
 void serialize(Archive& ar, part_stale_resp& x) {
-  ar(x.err, x.txs, x.prepare_times);
+  ar(x.err, x.txs, x.prepare_times, x.participants, x.coordinators);
+}
+
+template <class Archive>
+void serialize(Archive& ar, tx_decide_req& x) {
+  ar(x.tx, x.force);
+}
+
+template <class Archive>
+void serialize(Archive& ar, tx_decide_resp& x) {
+  ar(x.state, x.commit_time);
+  if constexpr (Archive::is_loading::value)
+    if (x.state > 3)
+      throw cereal::Exception("unknown transaction state " + std::to_string(x.state));
 }
 
 template <class T>
@@ -150,6 +163,8 @@ TALLY_WIRE_MESSAGE(part_ack)
 TALLY_WIRE_MESSAGE(tx_id)
 TALLY_WIRE_MESSAGE(part_find_resp)
 TALLY_WIRE_MESSAGE(part_stale_resp)
+TALLY_WIRE_MESSAGE(tx_decide_req)
+TALLY_WIRE_MESSAGE(tx_decide_resp)
 TALLY_WIRE_MESSAGE(std::uint64_t)
 
 #undef TALLY_WIRE_MESSAGE

@@ -25,14 +25,17 @@ namespace tally {
 /// cluster whose members speak another version (docs/CLUSTER.md).
 /// 2: read items ask for the object's state, read replies carry it, and
 /// effects and values of every CRDT type travel (actors/wire.cpp).
-/// 3: replication batches and full copies carry the primary's term, and a
-/// take-over round asks each copy to promise its term (r_fence,
-/// replication/copy_fence.hpp).
+/// 3 (stop 13): replication batches and full copies carry the primary's
+/// term, and a take-over round asks each copy to promise its term (r_fence,
+/// replication/copy_fence.hpp); a prepare names its participants and
+/// coordinator, find answers say "aborted", stale answers carry the
+/// participants, and a coordinator is asked to decide (tx_decide_req/resp).
 constexpr std::uint8_t wire_version = 3;
 
 /// Bytes of `msg`. Defined for part_read_req, part_read_resp,
 /// part_prepare_req, part_time_resp, part_commit_req, part_abort_req,
-/// part_ack, part_find_resp, part_stale_resp, tx_id, std::uint64_t.
+/// part_ack, part_find_resp, part_stale_resp, tx_decide_req, tx_decide_resp,
+/// tx_id, std::uint64_t.
 template <class T>
 std::string encode_wire(const T& msg);
 

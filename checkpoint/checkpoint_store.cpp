@@ -82,12 +82,14 @@ struct scanned_update {
 
 struct scanned_tx {
   lsn first = 0;
+  lsn last = 0;   // its last record in the log
   lsn commit = 0; // 0: no commit record in the log
   bool aborted = false;
   bool has_op = false;
   vector_clock commit_time;
   std::uint64_t wall_time_us = 0;
   std::vector<scanned_update> updates;
+  std::vector<journal_record> records; // set-aside ones only: to relocate
 };
 
 // The commits folded into one key's entry.
@@ -124,6 +126,9 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
                         auto& t = txs[record_tx(rec)];
                         if (t.first == 0)
                           t.first = at;
+                        t.last = at;
+                        if (bounds.set_aside.count(record_tx(rec)) != 0)
+                          t.records.push_back(rec);
                         if (auto* u = std::get_if<update_record>(&rec)) {
                           t.has_op = t.has_op || u->op.has_value();
                           t.updates.push_back(
@@ -161,7 +166,8 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
     if (t.aborted)
       continue;
     if (t.commit == 0) {
-      lower(t.first, truncation_limit::undecided);
+      if (bounds.set_aside.count(tx) == 0)
+        lower(t.first, truncation_limit::undecided);
       continue;
     }
     bool folded_before = had_checkpoint && t.commit_time <= prev.time;
@@ -189,12 +195,34 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
       ++report.effects_folded;
     }
   }
+  // A set-aside transaction moves only whole: one with records on both
+  // sides of the cut holds it back to its first (until the fix point).
+  for (bool lowered = true; lowered;) {
+    lowered = false;
+    for (const auto& tx : bounds.set_aside) {
+      auto t = txs.find(tx);
+      if (t == txs.end() || t->second.commit != 0 || t->second.aborted)
+        continue;
+      if (t->second.first < cut && t->second.last >= cut) {
+        lower(t->second.first, truncation_limit::undecided);
+        lowered = true;
+      }
+    }
+  }
   if (cut < log_.truncation_lsn()) { // the bounds cannot undo a truncation
     cut = log_.truncation_lsn();
     report.limited_at = cut;
   }
   plan.new_truncation_lsn = cut;
   plan.checkpoint_time = cp_time;
+  plan.decisions_kept_from = bounds.decisions_kept_from;
+  for (const auto& tx : bounds.set_aside) {
+    auto t = txs.find(tx);
+    if (t == txs.end() || t->second.commit != 0 || t->second.aborted || t->second.last >= cut)
+      continue;
+    report.records_relocated += t->second.records.size();
+    plan.relocate.emplace_back(tx, std::move(t->second.records));
+  }
   // The `opids` entries of committed updates that leave the log. (Ids of
   // commits inside the FBF window are at or above T by the fbf_window bound.)
   for (const auto& [tx, t] : txs) {
@@ -213,7 +241,7 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
   report.keys_written = folds.size();
 
   if (cut == log_.truncation_lsn() && folds.empty() && had_checkpoint
-      && cp_time == prev.time) {
+      && cp_time == prev.time && plan.relocate.empty()) {
     report.sequence = prev.sequence; // nothing would change
     return report;
   }
@@ -260,9 +288,11 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
     }
     return {};
   };
+  const std::uint64_t dropped_before = log_.decisions_dropped();
   if (auto applied = log_.apply_checkpoint(plan, writes); !applied)
     return applied.err();
   report.sequence = log_.checkpoint().sequence;
+  report.decisions_dropped = log_.decisions_dropped() - dropped_before;
   return report;
 }
 
@@ -297,6 +327,53 @@ expected<entry_image> checkpoint_store::load(const object_key& key) {
     image.base = std::move((*entry)->version);
   image.effects = std::move(*effects);
   return image;
+}
+
+status checkpoint_store::fold_late(
+  storage_txn& txn, const std::vector<std::pair<object_key, committed_effect>>& effects) {
+  const vector_clock& cp_time = log_.checkpoint().time;
+  std::map<std::string, key_fold> folds; // by encoded key, as checkpoint()
+  for (const auto& [key, e] : effects) {
+    auto enc = encode_object_key(key);
+    if (!enc)
+      return enc.err();
+    auto& f = folds[*enc];
+    f.type = e.type;
+    f.effects.push_back(e);
+    f.last_commit = std::max(f.last_commit, e.commit_position);
+  }
+  for (auto& [enc, f] : folds) {
+    auto raw = txn.get(store_db::checkpoint, enc);
+    if (!raw)
+      return raw.err();
+    std::optional<object_version> base;
+    lsn base_commit = 0;
+    if (raw->has_value()) {
+      auto entry = decode_checkpoint_entry(**raw);
+      if (!entry)
+        return entry.err();
+      base = std::move(entry->version);
+      base_commit = entry->base_commit_lsn;
+    } else {
+      auto bottom = crdt_object::make(f.type);
+      if (!bottom)
+        return bottom.err();
+      base = object_version{std::move(*bottom), vector_clock{}};
+    }
+    // Every other commit <= C of the key is in the entry already (entries
+    // hold exactly the commits <= the checkpoint time, whatever time they
+    // were last written at); this one joins them, and the entry is at C.
+    crdt_object object = base->object;
+    std::sort(f.effects.begin(), f.effects.end(), effect_order_less);
+    for (const auto& e : f.effects)
+      if (auto st = object.apply(e.effect); !st)
+        return st.err();
+    checkpoint_entry next{object_version{std::move(object), cp_time},
+                          std::max(base_commit, f.last_commit)};
+    if (auto put = txn.put(store_db::checkpoint, enc, encode_checkpoint_entry(next)); !put)
+      return put;
+  }
+  return {};
 }
 
 expected<std::uint64_t> checkpoint_store::size() {

@@ -44,6 +44,9 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <set>
+#include <utility>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -86,6 +89,16 @@ struct checkpoint_bounds {
   /// Commits with op ids and wall time >= this keep their records (their
   /// ids are inside the FBF window). 0 keeps every such commit.
   std::uint64_t fbf_horizon_us = 0;
+  /// The journal's decision index may drop decisions with time below this
+  /// (journal::find_decision; at most C + 1). 0 keeps them all.
+  std::uint64_t decisions_kept_from = 0;
+  /// Prepared transactions set aside (issue 13: prepared long ago, their
+  /// coordinator silent): they do not hold the truncation LSN back; their
+  /// records, when wholly below it, are appended again at the log's end
+  /// (truncation_plan::relocate), so the log stays bounded while they wait.
+  /// C may pass their prepare time: a late commit of one is folded straight
+  /// into the store (fold_late).
+  std::set<tx_id> set_aside;
 };
 
 /// Which bound set the truncation LSN.
@@ -116,6 +129,8 @@ struct checkpoint_report {
   std::uint64_t records_dropped = 0;
   std::uint64_t index_entries_dropped = 0;
   std::uint64_t op_ids_dropped = 0; // `opids` entries of truncated updates
+  std::uint64_t decisions_dropped = 0; // `decisions` entries past their keep
+  std::uint64_t records_relocated = 0; // set-aside records appended again
 };
 
 class checkpoint_store {
@@ -148,6 +163,14 @@ public:
 
   /// The number of entries stored.
   expected<std::uint64_t> size();
+
+  /// Inside `txn` (journal::append's, for a late commit): applies `effects`
+  /// (one transaction's, committed at a time <= the checkpoint time C) to
+  /// their keys' entries, which are written at C: they hold every commit <=
+  /// C of their key, this one now included. The caller drops the keys from
+  /// its cache. Errors: the CRDT's apply error, errc::corrupt, LMDB errors.
+  status fold_late(storage_txn& txn,
+                   const std::vector<std::pair<object_key, committed_effect>>& effects);
 
 private:
   journal& log_;

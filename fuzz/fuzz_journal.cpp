@@ -1,6 +1,7 @@
 // libFuzzer target: journal/codec.hpp decoders of bytes read back from LMDB
 // (a torn or corrupt file): records, LSN keys, object keys, index values,
-// op-id index entries, u64 metadata. Byte 0 picks the decoder. Whatever
+// op-id index entries, u64 metadata, decision index entries and their
+// transaction keys. Byte 0 picks the decoder. Whatever
 // decodes re-encodes to bytes that decode to the same re-encoding.
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  const std::uint8_t which = data[0] % 6;
+  const std::uint8_t which = data[0] % 8;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (which) {
     case 0:
@@ -47,10 +48,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             again.value().digest != e.value().digest) std::abort();
       }
       break;
-    default:
+    case 5:
       if (auto u = tally::decode_u64(in, "fuzz")) {
         auto again = tally::decode_u64(tally::encode_u64(u.value()), "fuzz");
         if (!again || again.value() != u.value()) std::abort();
+      }
+      break;
+    case 6:
+      if (auto e = tally::decode_decision_entry(in)) {
+        auto again = tally::decode_decision_entry(tally::encode_decision_entry(e.value()));
+        if (!again || !(again.value() == e.value())) std::abort();
+      }
+      break;
+    default:
+      if (auto t = tally::decode_tx_key(in)) {
+        auto again = tally::decode_tx_key(tally::encode_tx_key(t.value()));
+        if (!again || !(again.value() == t.value())) std::abort();
       }
       break;
   }

@@ -1,6 +1,7 @@
 // libFuzzer target: the decoders of what another node sends once its link is
 // up (docs/CLUSTER.md, "Messages between nodes"; docs/REPLICATION.md):
-//   - actors/wire.hpp decode_wire<T> for every partition message type;
+//   - actors/wire.hpp decode_wire<T> for every partition message type and
+//     the coordinator's decision (tx_decide_req, tx_decide_resp);
 //   - replication/replication_batch.hpp decode_batch (log shipping);
 //   - ring/ring_state.hpp ring_state::decode (gossip).
 // Byte 0 picks the decoder, the rest is the message. Whatever decodes must
@@ -41,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0)
     return 0;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 13) {
+  switch (data[0] % 15) {
     case 0: wire_round_trip<part_read_req>(in); break;
     case 1: wire_round_trip<part_read_resp>(in); break;
     case 2: wire_round_trip<part_prepare_req>(in); break;
@@ -61,6 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           std::abort();
       }
       break;
+    case 13: wire_round_trip<tx_decide_req>(in); break;
+    case 14: wire_round_trip<tx_decide_resp>(in); break;
     default:
       if (auto r = ring_state::decode(in)) {
         // Equal states give equal bytes (docs/RING.md, "Format").

@@ -129,7 +129,18 @@ int main(int argc, char** argv) {
     u.effect = counter_effect{-5};
     u.op = op_id{3, 4};
     put("fuzz_journal", "rec_update", with_code(0, encode_record(journal_record{u})));
-    put("fuzz_journal", "rec_prepare", with_code(0, encode_record(journal_record{prepare_record{tx_id{1, 2}, 77}})));
+    put("fuzz_journal", "rec_prepare",
+        with_code(0, encode_record(journal_record{
+                       prepare_record{tx_id{1, 2}, 77, {0, 3, 5}, "tally@127.0.0.1:9100"}})));
+    { // A prepare record of class version 1 (before issue 13), still read.
+      std::string payload{"\x01\x01\x01\x00\x00\x00", 6};
+      for (std::uint64_t v : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{77}})
+        for (int i = 0; i < 8; ++i)
+          payload.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+      std::string framed;
+      append_frame(framed, record_frame_version, payload);
+      put("fuzz_journal", "rec_prepare_v1", with_code(0, framed));
+    }
     commit_record c;
     c.tx = tx_id{1, 2};
     c.commit_time = vector_clock{{1, 80}};
@@ -144,6 +155,11 @@ int main(int argc, char** argv) {
     put("fuzz_journal", "op_entry", with_code(4, encode_op_entry(op_entry{10, 0xabcdefull})));
     put("fuzz_journal", "op_entry_old", with_code(4, encode_op_entry(op_entry{10, std::nullopt})));
     put("fuzz_journal", "u64", with_code(5, encode_u64(1234567)));
+    put("fuzz_journal", "decision_commit",
+        with_code(6, encode_decision_entry(decision_entry{tx_outcome::committed, 12, 80})));
+    put("fuzz_journal", "decision_abort",
+        with_code(6, encode_decision_entry(decision_entry{tx_outcome::aborted, 13, 77})));
+    put("fuzz_journal", "tx_key", with_code(7, encode_tx_key(tx_id{1, 2})));
   }
 
   // ---- checkpoint ------------------------------------------------------
@@ -196,6 +212,8 @@ int main(int argc, char** argv) {
     p.updates = {counter_update, set_update_};
     p.snapshot_time = 77;
     p.two_phase = true;
+    p.participants = {0, 3, 5};
+    p.coordinator = "tally@127.0.0.1:9100";
     put("fuzz_wire", "prepare_req", with_code(2, encode_wire(p)));
     put("fuzz_wire", "time_resp", with_code(3, encode_wire(part_time_resp{std::nullopt, 80, 1})));
     put("fuzz_wire", "commit_req", with_code(4, encode_wire(part_commit_req{tx_id{1, 2}, 81})));
@@ -203,9 +221,13 @@ int main(int argc, char** argv) {
     put("fuzz_wire", "ack", with_code(6, encode_wire(part_ack{})));
     put("fuzz_wire", "tx_id", with_code(7, encode_wire(tx_id{9, 10})));
     put("fuzz_wire", "find_resp", with_code(8, encode_wire(part_find_resp{std::nullopt, 81, 40})));
+    put("fuzz_wire", "find_resp_aborted",
+        with_code(8, encode_wire(part_find_resp{std::nullopt, 0, 40, true})));
     part_stale_resp st;
     st.txs = {tx_id{1, 2}, tx_id{3, 4}};
     st.prepare_times = {70, 71};
+    st.participants = {{0, 3}, {}};
+    st.coordinators = {"tally@127.0.0.1:9100", ""};
     put("fuzz_wire", "stale_resp", with_code(9, encode_wire(st)));
     put("fuzz_wire", "u64", with_code(10, encode_wire(std::uint64_t{123456})));
 
@@ -226,6 +248,8 @@ int main(int argc, char** argv) {
 
     if (auto r = ring_state::create("tally@127.0.0.1:9100", 8, 3))
       put("fuzz_wire", "ring", with_code(12, r->encode()));
+    put("fuzz_wire", "decide_req", with_code(13, encode_wire(tx_decide_req{tx_id{1, 2}, true})));
+    put("fuzz_wire", "decide_resp", with_code(14, encode_wire(tx_decide_resp{1, 81})));
   }
 
   // ---- every CRDT type's state and effect --------------------------------

@@ -305,4 +305,39 @@ expected<op_entry> decode_op_entry(std::string_view bytes) {
   return e;
 }
 
+std::string encode_tx_key(const tx_id& tx) {
+  std::string out(tx_key_size, '\0');
+  put_be64(out.data(), tx.origin);
+  put_be64(out.data() + 8, tx.seq);
+  return out;
+}
+
+expected<tx_id> decode_tx_key(std::string_view bytes) {
+  if (bytes.size() != tx_key_size)
+    return make_error(errc::corrupt, "decisions key: " + std::to_string(bytes.size())
+                                       + " bytes; expected 16");
+  return tx_id{get_be64(bytes.data()), get_be64(bytes.data() + 8)};
+}
+
+std::string encode_decision_entry(const decision_entry& e) {
+  std::string out(decision_entry_size, '\0');
+  out[0] = static_cast<char>(e.outcome);
+  put_be64(out.data() + 1, e.at);
+  put_be64(out.data() + 9, e.time);
+  return out;
+}
+
+expected<decision_entry> decode_decision_entry(std::string_view bytes) {
+  if (bytes.size() != decision_entry_size)
+    return make_error(errc::corrupt, "decisions entry: " + std::to_string(bytes.size())
+                                       + " bytes; expected 17");
+  const auto kind = static_cast<std::uint8_t>(bytes[0]);
+  if (kind != static_cast<std::uint8_t>(tx_outcome::committed)
+      && kind != static_cast<std::uint8_t>(tx_outcome::aborted))
+    return make_error(errc::corrupt, "decisions entry: unknown outcome "
+                                       + std::to_string(kind));
+  return decision_entry{static_cast<tx_outcome>(kind), get_be64(bytes.data() + 1),
+                        get_be64(bytes.data() + 9)};
+}
+
 } // namespace tally

@@ -114,6 +114,34 @@ std::string encode_op_entry(const op_entry& e);
 /// errc::corrupt unless `bytes` is 8 or 16 bytes.
 expected<op_entry> decode_op_entry(std::string_view bytes);
 
+/// Key of the `decisions` database (docs/FORMAT.md, "Decision index"): the
+/// transaction id, origin then seq, both u64 big-endian (16 bytes).
+constexpr std::size_t tx_key_size = 16;
+std::string encode_tx_key(const tx_id& tx);
+/// errc::corrupt unless `bytes` is exactly 16 bytes.
+expected<tx_id> decode_tx_key(std::string_view bytes);
+
+/// How a two-phase transaction ended at one partition. Persisted: never
+/// renumber.
+enum class tx_outcome : std::uint8_t { committed = 1, aborted = 2 };
+
+/// A `decisions` value: the outcome of a transaction that was prepared at
+/// this partition, the LSN of its commit or abort record, and a time: the
+/// commit time for a commit, the partition's prepare time for an abort
+/// (Tally runs one data centre: a clock's largest entry). 17 bytes.
+struct decision_entry {
+  tx_outcome outcome = tx_outcome::committed;
+  lsn at = 0;
+  std::uint64_t time = 0;
+  friend bool operator==(const decision_entry& a, const decision_entry& b) noexcept {
+    return a.outcome == b.outcome && a.at == b.at && a.time == b.time;
+  }
+};
+constexpr std::size_t decision_entry_size = 17;
+std::string encode_decision_entry(const decision_entry& e);
+/// errc::corrupt unless `bytes` is 17 bytes with a known outcome.
+expected<decision_entry> decode_decision_entry(std::string_view bytes);
+
 /// Fixed-width metadata integers: u64 big-endian.
 std::string encode_u64(std::uint64_t v);
 /// errc::corrupt naming `what` unless `bytes` is exactly 8 bytes.

@@ -21,6 +21,20 @@ constexpr std::string_view meta_partition_id = "partition_id";
 constexpr std::string_view meta_next_lsn = "next_lsn";
 constexpr std::string_view meta_truncation_lsn = "truncation_lsn";
 constexpr std::string_view meta_checkpoint = "checkpoint";
+constexpr std::string_view meta_decisions_kept_from = "decisions_kept_from";
+
+// The time a decision entry carries: a clock's largest entry (Tally runs
+// one data centre, so its only one).
+std::uint64_t clock_top(const vector_clock& c) noexcept {
+  std::uint64_t t = 0;
+  for (const auto& e : c.entries())
+    t = std::max(t, e.time);
+  return t;
+}
+
+// At least this many `decisions` entries are looked at per sweep (and twice
+// as many as were added since the last one, so the sweep keeps up).
+constexpr std::uint64_t decisions_sweep_min = 4096;
 
 // Frame version of meta "checkpoint".
 constexpr std::uint8_t checkpoint_state_version = 1;
@@ -163,12 +177,14 @@ expected<bool> journal::init_or_check_meta(storage_txn& txn) {
       {meta_partition_id, partition_},
       {meta_next_lsn, 1},
       {meta_truncation_lsn, 1},
+      {meta_decisions_kept_from, 0}, // every decision is kept (a new store)
     };
     for (const auto& [name, value] : init)
       if (auto st = txn.put(store_db::meta, name, encode_u64(value)); !st)
         return st.err();
     next_ = 1;
     truncation_ = 1;
+    decisions_kept_from_ = 0;
     return true;
   }
   auto v = decode_u64(**version, "meta format_version");
@@ -249,6 +265,9 @@ expected<recovery_result> journal::recover(bool collect_effects) {
     std::vector<std::pair<lsn, update_record>> updates;
   };
   std::unordered_map<tx_id, recovering_tx, tx_id_hash> txs;
+  // The decisions of transactions prepared here, for a store that has no
+  // decision index yet (backfill_decisions).
+  std::vector<std::pair<tx_id, decision_entry>> decisions;
   recovery_result out;
   std::vector<std::string> bad_keys;
   lsn first_bad = 0;
@@ -311,6 +330,9 @@ expected<recovery_result> journal::recover(bool collect_effects) {
             auto it = txs.find(r.tx);
             if (it == txs.end())
               return; // its updates were truncated with the checkpoint
+            if (it->second.prepare)
+              decisions.emplace_back(r.tx, decision_entry{tx_outcome::committed, pos,
+                                                          clock_top(r.commit_time)});
             bool folded = has_checkpoint && r.commit_time <= checkpoint_.time;
             for (auto& [upos, u] : it->second.updates) {
               if (u.op)
@@ -322,7 +344,13 @@ expected<recovery_result> journal::recover(bool collect_effects) {
             }
             txs.erase(it);
           } else {
-            txs.erase(r.tx);
+            auto it = txs.find(r.tx);
+            if (it == txs.end())
+              return;
+            if (it->second.prepare)
+              decisions.emplace_back(r.tx, decision_entry{tx_outcome::aborted, pos,
+                                                          it->second.prepare->prepare_time});
+            txs.erase(it);
           }
         },
         *rec);
@@ -343,8 +371,10 @@ expected<recovery_result> journal::recover(bool collect_effects) {
   for (auto& [tx, t] : txs) {
     pending_tx p;
     p.first_lsn = t.first_lsn;
-    if (t.prepare)
+    if (t.prepare) {
       p.prepare_lsn = t.prepare_lsn;
+      p.prepare_time = t.prepare->prepare_time;
+    }
     for (const auto& [upos, u] : t.updates)
       p.updates.push_back(pending_update{
         upos, u.key, u.op, u.op ? op_digest(u.key, u.type, u.effect) : 0});
@@ -361,6 +391,11 @@ expected<recovery_result> journal::recover(bool collect_effects) {
   //    store written before `opids` existed lacks some: add them.
   if (auto st = backfill_op_ids(out.op_ids); !st)
     return st.err();
+  // 5b. Likewise the decision index, for a store written before it existed.
+  auto backfilled = backfill_decisions(decisions);
+  if (!backfilled)
+    return backfilled.err();
+  out.decisions_backfilled = *backfilled;
 
   // 6. What was read at open is what a restart finds: make it durable, so
   //    durable_lsn() starts honest in every mode.
@@ -422,7 +457,92 @@ status journal::cut_tail(const std::vector<std::string>& bad_keys,
   }
   if (!more)
     return more.err();
+  // Decisions of the cut commits and aborts: undecided again. Whole scan.
+  auto dec = (*txn)->cursor(store_db::decisions);
+  if (!dec)
+    return dec.err();
+  more = (*dec)->first();
+  while (more && *more) {
+    auto e = decode_decision_entry((*dec)->value());
+    if (!e)
+      return e.err();
+    if (e->at >= first_bad) {
+      if (auto st = (*dec)->del(); !st)
+        return st;
+    }
+    more = (*dec)->next();
+  }
+  if (!more)
+    return more.err();
   return (*txn)->commit(commit_mode::durable);
+}
+
+expected<std::uint64_t> journal::backfill_decisions(
+  const std::vector<std::pair<tx_id, decision_entry>>& found) {
+  {
+    auto txn = env_->begin(false);
+    if (!txn)
+      return txn.err();
+    auto raw = (*txn)->get(store_db::meta, meta_decisions_kept_from);
+    if (!raw)
+      return raw.err();
+    if (raw->has_value()) {
+      auto h = decode_u64(**raw, "meta decisions_kept_from");
+      if (!h)
+        return h.err();
+      decisions_kept_from_ = *h;
+      return std::uint64_t{0};
+    }
+  }
+  // Written before the decision index: the log's decisions go in, and the
+  // horizon says that decisions folded into the checkpoint are unknown.
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  std::uint64_t n = 0;
+  for (const auto& [tx, e] : found) {
+    if (auto put = (*txn)->put(store_db::decisions, encode_tx_key(tx),
+                               encode_decision_entry(e));
+        !put)
+      return put.err();
+    ++n;
+  }
+  const std::uint64_t h = checkpoint_.sequence > 0 ? clock_top(checkpoint_.time) + 1 : 0;
+  if (auto put = (*txn)->put(store_db::meta, meta_decisions_kept_from, encode_u64(h)); !put)
+    return put.err();
+  if (auto st = (*txn)->commit(commit_mode::lazy); !st) // recovery syncs next
+    return st.err();
+  decisions_kept_from_ = h;
+  return n;
+}
+
+status journal::sweep_decisions(storage_txn& txn, std::uint64_t& dropped) {
+  if (decisions_kept_from_ == 0)
+    return {};
+  const std::uint64_t budget = std::max(decisions_sweep_min, 2 * decisions_added_);
+  auto cur = txn.cursor(store_db::decisions);
+  if (!cur)
+    return cur.err();
+  auto more = decisions_sweep_from_.empty() ? (*cur)->first()
+                                            : (*cur)->seek(decisions_sweep_from_);
+  std::uint64_t seen = 0;
+  for (; more && *more && seen < budget; ++seen) {
+    auto e = decode_decision_entry((*cur)->value());
+    if (!e)
+      return e.err();
+    if (e->time < decisions_kept_from_) {
+      if (auto st = (*cur)->del(); !st)
+        return st;
+      ++dropped;
+    }
+    more = (*cur)->next(); // after a del: the entry that followed it
+  }
+  if (!more)
+    return more.err();
+  // Where the next sweep starts: here, or from the first entry again.
+  decisions_sweep_from_ = *more ? std::string{(*cur)->key()} : std::string{};
+  decisions_added_ = 0;
+  return {};
 }
 
 status journal::backfill_op_ids(const std::vector<recovered_op>& ops) {
@@ -474,7 +594,8 @@ status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what) {
   return *stopped_;
 }
 
-expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
+expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
+                                    const late_fold_fn& late) {
   if (stopped_)
     return stopped_error();
   if (batch.empty())
@@ -486,8 +607,12 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
     } else if (auto* c = std::get_if<commit_record>(&rec)) {
       // Such a commit would be invisible: readers take every commit <= the
       // checkpoint time from the checkpoint store. Its arrival means the
-      // checkpoint time was set above the partition's safe time.
-      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time)
+      // checkpoint time was set above the partition's safe time: allowed
+      // only for a set-aside transaction prepared here, whose effects
+      // `late` folds into the checkpoint store (issue 13).
+      auto p = pending_.find(c->tx);
+      const bool late_ok = late && p != pending_.end() && p->second.prepare_lsn;
+      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time && !late_ok)
         return make_error(errc::invalid_argument,
                           "commit time " + to_string(c->commit_time)
                             + " is <= the checkpoint time "
@@ -504,6 +629,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
   vector_clock max_commit = max_commit_;
   std::string last_bloom = last_bloom_;
   bool saw_commit = false;
+  std::uint64_t added = 0; // `decisions` entries
   const lsn first = next_;
   lsn at = first;
   char key[lsn_key_size];
@@ -520,20 +646,37 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
         pending_update{at, u->key, u->op,
                        u->op ? op_digest(u->key, u->type, u->effect) : 0});
     } else if (auto* p = std::get_if<prepare_record>(&rec)) {
-      staged.touch(p->tx, at).prepare_lsn = at;
+      auto& t = staged.touch(p->tx, at);
+      t.prepare_lsn = at;
+      t.prepare_time = p->prepare_time;
     } else if (auto* c = std::get_if<commit_record>(&rec)) {
       max_commit.merge(c->commit_time);
       last_bloom = c->bloom_timestamp;
       saw_commit = true;
+      // A late commit (checked above): folded now, not indexed.
+      const bool late_commit = checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time;
+      if (late_commit)
+        if (auto st = late(**txn, *c, at); !st)
+          return st.err();
       if (auto tx = staged.take(c->tx)) {
+        // Prepared here (two-phase): the other participants may ask.
+        if (tx->prepare_lsn) {
+          if (auto st = (*txn)->put(
+                store_db::decisions, encode_tx_key(c->tx),
+                encode_decision_entry({tx_outcome::committed, at, clock_top(c->commit_time)}));
+              !st)
+            return st.err();
+          ++added;
+        }
         for (const auto& u : tx->updates) {
           auto k = encode_object_key(u.key); // checked when it was appended
           if (!k)
             return k.err();
-          if (auto st = (*txn)->put(store_db::index, *k,
-                                    encode_index_value({at, u.position}));
-              !st)
-            return st.err();
+          if (!late_commit)
+            if (auto st = (*txn)->put(store_db::index, *k,
+                                      encode_index_value({at, u.position}));
+                !st)
+              return st.err();
           // The exact record behind the FBF: this id committed at `at`.
           if (u.op)
             if (auto st = (*txn)->put(store_db::opids, encode_op_key(*u.op),
@@ -543,7 +686,15 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
         }
       }
     } else {
-      staged.take(std::get<abort_record>(rec).tx);
+      const auto& a = std::get<abort_record>(rec);
+      if (auto tx = staged.take(a.tx); tx && tx->prepare_lsn) {
+        if (auto st = (*txn)->put(
+              store_db::decisions, encode_tx_key(a.tx),
+              encode_decision_entry({tx_outcome::aborted, at, tx->prepare_time}));
+            !st)
+          return st.err();
+        ++added;
+      }
     }
     ++at;
   }
@@ -553,6 +704,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch) {
     return st.err();
 
   staged.apply_to(pending_);
+  decisions_added_ += added;
   next_ = at;
   if (mode_ == durability::full)
     durable_ = at - 1;
@@ -610,14 +762,33 @@ status journal::apply_checkpoint(
   const std::function<status(storage_txn&)>& writes) {
   if (stopped_)
     return stopped_error();
+  relocated_.clear();
   const lsn t = plan.new_truncation_lsn;
   if (t < truncation_ || t > next_)
     return make_error(errc::invalid_argument,
                       "truncation LSN " + std::to_string(t) + " is not in ["
                         + std::to_string(truncation_) + ", "
                         + std::to_string(next_) + "]");
+  std::unordered_map<tx_id, const std::vector<journal_record>*, tx_id_hash> moving;
+  for (const auto& [tx, records] : plan.relocate) {
+    auto p = pending_.find(tx);
+    std::size_t updates = 0, prepares = 0;
+    for (const auto& r : records) {
+      if (record_tx(r) != tx)
+        return make_error(errc::invalid_argument, "a relocated record of another transaction");
+      updates += std::holds_alternative<update_record>(r) ? 1 : 0;
+      prepares += std::holds_alternative<prepare_record>(r) ? 1 : 0;
+    }
+    if (p == pending_.end() || !p->second.prepare_lsn || prepares != 1
+        || updates != p->second.updates.size() || updates + prepares != records.size())
+      return make_error(errc::invalid_argument,
+                        "relocation of <" + std::to_string(tx.origin) + ","
+                          + std::to_string(tx.seq)
+                          + ">: not a prepared transaction with exactly these records");
+    moving.emplace(tx, &records);
+  }
   for (const auto& [tx, p] : pending_)
-    if (p.first_lsn < t)
+    if (p.first_lsn < t && moving.count(tx) == 0)
       return make_error(errc::invalid_argument,
                         "truncation LSN " + std::to_string(t)
                           + " would drop records of undecided transaction "
@@ -629,6 +800,12 @@ status journal::apply_checkpoint(
                       "checkpoint time " + to_string(plan.checkpoint_time)
                         + " is not >= the previous one "
                         + to_string(checkpoint_.time));
+  if (plan.decisions_kept_from > clock_top(plan.checkpoint_time) + 1)
+    return make_error(errc::invalid_argument,
+                      "decisions horizon " + std::to_string(plan.decisions_kept_from)
+                        + " is above the checkpoint time "
+                        + to_string(plan.checkpoint_time)
+                        + ": decisions still in the log would be dropped");
 
   auto txn = env_->begin(true);
   if (!txn)
@@ -672,23 +849,75 @@ status journal::apply_checkpoint(
     if (!more)
       return more.err();
   }
+  // Set-aside transactions below the cut: their records again at the end
+  // (issue 13), so the prefix goes while they stay undecided.
+  std::vector<relocation> moved;
+  lsn end = next_;
+  char lsn_buf[lsn_key_size];
+  for (const auto& [tx, records] : plan.relocate) {
+    relocation r{tx, {}, 0};
+    for (const auto& rec : *moving.at(tx)) {
+      encode_record(rec, scratch_);
+      put_be64(lsn_buf, end);
+      if (auto st = (*txn)->put(store_db::journal, std::string_view{lsn_buf, lsn_key_size},
+                                scratch_, put_mode::append);
+          !st)
+        return st;
+      if (std::holds_alternative<prepare_record>(rec))
+        r.prepare = end;
+      else
+        r.updates.push_back(end);
+      ++end;
+    }
+    moved.push_back(std::move(r));
+  }
+  if (end != next_)
+    if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(end)); !st)
+      return st;
+  // The decision index: the horizon rises, and a bounded sweep drops the
+  // entries below it (docs/FORMAT.md, "Decision index").
+  const std::uint64_t kept_before = decisions_kept_from_;
+  std::uint64_t decisions_dropped = 0;
+  if (plan.decisions_kept_from > decisions_kept_from_) {
+    if (auto st = (*txn)->put(store_db::meta, meta_decisions_kept_from,
+                              encode_u64(plan.decisions_kept_from));
+        !st)
+      return st;
+    decisions_kept_from_ = plan.decisions_kept_from;
+  }
+  const std::string sweep_before = decisions_sweep_from_;
+  const std::uint64_t added_before = decisions_added_;
+  auto undo_decisions = [&] {
+    decisions_kept_from_ = kept_before;
+    decisions_sweep_from_ = sweep_before;
+    decisions_added_ = added_before;
+  };
+  if (auto st = sweep_decisions(**txn, decisions_dropped); !st) {
+    undo_decisions();
+    return st;
+  }
   checkpoint_state next_state;
   next_state.sequence = checkpoint_.sequence + 1;
   next_state.time = plan.checkpoint_time;
   next_state.max_commit_time = max_commit_;
   next_state.last_bloom_timestamp = last_bloom_;
   if (auto st = (*txn)->put(store_db::meta, meta_truncation_lsn, encode_u64(t));
-      !st)
+      !st) {
+    undo_decisions();
     return st;
+  }
   if (auto st = (*txn)->put(store_db::meta, meta_checkpoint,
                             encode_checkpoint_state(next_state));
-      !st)
+      !st) {
+    undo_decisions();
     return st;
+  }
   // A checkpoint is rare and replaces log records: make it durable (it also
   // covers earlier lazy appends), except in mode none.
   auto mode = mode_ == durability::none ? commit_mode::lazy
                                         : commit_mode::durable;
   if (auto st = (*txn)->commit(mode); !st) {
+    undo_decisions();
     if (st.err().code() == errc::storage_full)
       return st;
     stopped_ = make_error(
@@ -702,6 +931,17 @@ status journal::apply_checkpoint(
   }
   truncation_ = t;
   checkpoint_ = std::move(next_state);
+  decisions_dropped_ += decisions_dropped;
+  // The relocated transactions' records are where they were appended.
+  for (const auto& m : moved) {
+    auto& p = pending_.at(m.tx);
+    p.first_lsn = m.updates.empty() ? m.prepare : std::min(m.updates.front(), m.prepare);
+    p.prepare_lsn = m.prepare;
+    for (std::size_t u = 0; u < m.updates.size(); ++u)
+      p.updates[u].position = m.updates[u];
+  }
+  next_ = end;
+  relocated_ = std::move(moved);
   if (mode == commit_mode::durable)
     durable_ = next_ - 1;
   return {};
@@ -732,6 +972,21 @@ journal::find_committed_op_entry(const op_id& id) {
   if (!e)
     return e.err();
   return std::optional<op_entry>{std::move(*e)};
+}
+
+expected<std::optional<decision_entry>> journal::find_decision(const tx_id& tx) {
+  auto txn = env_->begin(false);
+  if (!txn)
+    return txn.err();
+  auto got = (*txn)->get(store_db::decisions, encode_tx_key(tx));
+  if (!got)
+    return got.err();
+  if (!got->has_value())
+    return std::optional<decision_entry>{};
+  auto e = decode_decision_entry(**got);
+  if (!e)
+    return e.err();
+  return std::optional<decision_entry>{*e};
 }
 
 expected<std::vector<committed_effect>>
@@ -886,6 +1141,9 @@ expected<journal_stats> journal::stats() {
   auto o = (*txn)->stats(store_db::opids);
   if (!o)
     return o.err();
+  auto d = (*txn)->stats(store_db::decisions);
+  if (!d)
+    return d.err();
   auto e = env_->stats();
   if (!e)
     return e.err();
@@ -893,6 +1151,7 @@ expected<journal_stats> journal::stats() {
   out.index = *i;
   out.checkpoint = *c;
   out.opids = *o;
+  out.decisions = *d;
   out.env = *e;
   return out;
 }

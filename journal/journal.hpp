@@ -9,7 +9,11 @@
 // state; `checkpoint` belongs to checkpoint/; `opids` maps the op id of every
 // committed update still in the log to its commit LSN, written in the same
 // transaction as the commit record (the exact check behind the partition's
-// FBF: find_committed_op). Formats: docs/FORMAT.md.
+// FBF: find_committed_op); `decisions` maps the id of every transaction
+// prepared here (two-phase) to its outcome, written with its commit or abort
+// record and kept after the checkpoint folds it, for a while (issue 13:
+// find_decision, the question recovery asks every participant). Formats:
+// docs/FORMAT.md.
 //
 // Group commit: append() writes a whole batch in one LMDB transaction.
 //
@@ -108,6 +112,7 @@ struct pending_update {
 struct pending_tx {
   lsn first_lsn = 0;                 // its first record still in the log
   std::optional<lsn> prepare_lsn;    // set once prepared
+  std::uint64_t prepare_time = 0;    // of its prepare record
   std::vector<pending_update> updates;
 };
 
@@ -157,6 +162,9 @@ struct recovery_result {
   /// A torn or corrupt tail that was cut: how many records, from which LSN.
   std::uint64_t cut_records = 0;
   lsn cut_from = 0;
+  /// `decisions` entries written from the log because the store had none
+  /// (a store written before the decision index existed).
+  std::uint64_t decisions_backfilled = 0;
 };
 
 /// Sizes, from LMDB's own statistics.
@@ -165,6 +173,7 @@ struct journal_stats {
   db_stats index;
   db_stats checkpoint;
   db_stats opids;
+  db_stats decisions;
   env_stats env;
 };
 
@@ -193,7 +202,32 @@ struct truncation_plan {
   /// the LSN of their commit record: their `opids` entries are deleted (an
   /// entry is deleted only if it still names that commit).
   std::vector<std::pair<op_id, lsn>> drop_op_ids;
+  /// `decisions` entries whose time is below this may be deleted from now
+  /// on (decisions_kept_from() rises to it; lower values change nothing).
+  /// Must not exceed the largest entry of checkpoint_time + 1: a decision
+  /// whose record is still in the log is never dropped.
+  std::uint64_t decisions_kept_from = 0;
+  /// Undecided transactions set aside (issue 13: prepared long ago, their
+  /// coordinator silent) whose records lie below new_truncation_lsn: their
+  /// records, in log order, are appended again at the log's end in the same
+  /// transaction, so the prefix can go while they stay undecided (their new
+  /// LSNs: last_relocation()).
+  std::vector<std::pair<tx_id, std::vector<journal_record>>> relocate;
 };
+
+/// Where apply_checkpoint() moved one set-aside transaction's records: the
+/// new LSN of each update record, in order, and of its prepare record.
+struct relocation {
+  tx_id tx;
+  std::vector<lsn> updates;
+  lsn prepare = 0;
+};
+
+/// Folds the effects of a late commit (a set-aside transaction committed at
+/// a time <= the checkpoint time) into the checkpoint store, in the
+/// append's transaction; gets the commit record and its LSN.
+using late_fold_fn =
+  std::function<status(storage_txn&, const commit_record&, lsn at)>;
 
 class journal;
 
@@ -240,7 +274,15 @@ public:
   ///   errc::io_error         the commit or sync failed: the journal is now
   ///                          stopped (the batch may or may not be on
   ///                          disk), or it was stopped already.
-  expected<lsn_range> append(const std::vector<journal_record>& batch);
+  ///
+  /// A commit whose time is <= the checkpoint time is a late commit: only
+  /// for a transaction prepared here and set aside (truncation_plan::
+  /// relocate), and only with `late`, which folds its effects into the
+  /// checkpoint store in the same transaction; its updates are not indexed
+  /// (readers take commits <= the checkpoint time from the checkpoint
+  /// store). Without `late` it is errc::invalid_argument as before.
+  expected<lsn_range> append(const std::vector<journal_record>& batch,
+                             const late_fold_fn& late = nullptr);
 
   /// Makes every append so far durable (mode batch; a no-op in full and
   /// none) and advances durable_lsn(). errc::io_error on failure, after
@@ -288,6 +330,18 @@ public:
   /// written with one (stores written before issue 17 have none).
   expected<std::optional<op_entry>> find_committed_op_entry(const op_id& id);
 
+  /// How transaction `tx`, prepared at this partition (two-phase), ended
+  /// here: its `decisions` entry (one LMDB lookup), nullopt when it is not
+  /// decided here or its entry was dropped. Entries with time >=
+  /// decisions_kept_from() are never dropped, so for a transaction whose
+  /// prepare time anywhere is >= it (its commit time is too), nullopt means
+  /// "no decision here". Errors: LMDB errors; errc::corrupt for a bad entry.
+  expected<std::optional<decision_entry>> find_decision(const tx_id& tx);
+  /// Every decision with time >= this is in `decisions` (0: all of them).
+  std::uint64_t decisions_kept_from() const noexcept { return decisions_kept_from_; }
+  /// `decisions` entries deleted by checkpoints since open.
+  std::uint64_t decisions_dropped() const noexcept { return decisions_dropped_; }
+
   /// Calls `visit(lsn, record)` for the records with from <= LSN < to, in
   /// LSN order, until it returns false. errc::corrupt naming the LSN of an
   /// undecodable record.
@@ -302,6 +356,8 @@ public:
   /// written); commit errors as for append(), with the same fail-stop rule.
   status apply_checkpoint(const truncation_plan& plan,
                           const std::function<status(storage_txn&)>& writes);
+  /// The records the last successful apply_checkpoint() relocated.
+  const std::vector<relocation>& last_relocation() const noexcept { return relocated_; }
 
   /// Undecided transactions now, by id.
   const std::unordered_map<tx_id, pending_tx, tx_id_hash>&
@@ -341,6 +397,14 @@ private:
   status cut_tail(const std::vector<std::string>& bad_keys, lsn first_bad);
   // Adds the `opids` entries of recovered committed ops that lack one.
   status backfill_op_ids(const std::vector<recovered_op>& ops);
+  // A store without meta `decisions_kept_from` (written before the decision
+  // index): writes the entries of the decisions found in the log and the
+  // horizon (above the checkpoint time: folded ones are unknown).
+  expected<std::uint64_t>
+  backfill_decisions(const std::vector<std::pair<tx_id, decision_entry>>& found);
+  // Deletes up to a budget of `decisions` entries with time below the
+  // horizon, resuming where the last sweep stopped (checkpoints).
+  status sweep_decisions(storage_txn& txn, std::uint64_t& dropped);
 
   // Commits `txn`; on failure applies the fail-stop rule for `last`.
   status commit_or_stop(storage_txn& txn, lsn last, const char* what);
@@ -356,6 +420,11 @@ private:
   vector_clock max_commit_;
   std::string last_bloom_;
   std::unordered_map<tx_id, pending_tx, tx_id_hash> pending_;
+  std::uint64_t decisions_kept_from_ = 0;
+  std::uint64_t decisions_added_ = 0;   // since the last sweep
+  std::uint64_t decisions_dropped_ = 0;
+  std::string decisions_sweep_from_;   // key the next sweep starts at
+  std::vector<relocation> relocated_;  // by the last checkpoint
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 };

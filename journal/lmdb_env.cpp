@@ -38,6 +38,7 @@ const char* to_string(store_db db) noexcept {
     case store_db::checkpoint: return "checkpoint";
     case store_db::meta: return "meta";
     case store_db::opids: return "opids";
+    case store_db::decisions: return "decisions";
   }
   return "unknown";
 }

@@ -9,12 +9,14 @@
 #include <cereal/types/optional.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "clock/bloom_clock.hpp"
 #include "clock/vector_clock.hpp"
@@ -41,9 +43,17 @@ struct update_record {
 
 /// Phase one of two-phase commit: the partition's prepare time for `tx`
 /// (DESIGN.md, "Transactions": above its clock and above the snapshot).
+/// Since class version 2 (issue 13) it names who else can tell the
+/// transaction's outcome, so that recovery asks only them
+/// (docs/CLUSTER.md, "Recovery of undecided transactions"): the partitions
+/// of the two-phase commit (this one included) and the node id of the
+/// coordinator. A version-1 record reads with both empty: "unknown", and
+/// recovery asks every partition as before.
 struct prepare_record {
   tx_id tx;
   std::uint64_t prepare_time = 0;
+  std::vector<std::uint32_t> participants = {}; // sorted, distinct
+  std::string coordinator = {};                 // node id, "" when unknown
 };
 
 /// The transaction committed at `commit_time`; its Bloom timestamp and the
@@ -97,12 +107,17 @@ inline const char* record_kind_name(const journal_record& r) noexcept {
 // decoder turns that into errc::corrupt.
 namespace detail {
 
-/// The version every record type is written with today. Bump the one that
-/// changes and keep a reader for every version ever written.
+/// The version the update, commit and abort records are written with
+/// today. Bump the one that changes and keep a reader for every version
+/// ever written.
 constexpr std::uint32_t record_class_version = 1;
+/// The prepare record's: 2 since issue 13 (participants and coordinator);
+/// version 1 (tx and prepare time only) is still read.
+constexpr std::uint32_t prepare_record_class_version = 2;
 
-inline void check_record_version(std::uint32_t version, const char* what) {
-  if (version != record_class_version)
+inline void check_record_version(std::uint32_t version, const char* what,
+                                 std::uint32_t newest = record_class_version) {
+  if (version == 0 || version > newest)
     throw cereal::Exception(std::string{"unknown "} + what
                             + " record version " + std::to_string(version));
 }
@@ -217,8 +232,14 @@ void serialize(Archive& ar, update_record& r, std::uint32_t const version) {
 
 template <class Archive>
 void serialize(Archive& ar, prepare_record& r, std::uint32_t const version) {
-  detail::check_record_version(version, "prepare");
+  detail::check_record_version(version, "prepare", detail::prepare_record_class_version);
   ar(r.tx, r.prepare_time);
+  if (version >= 2)
+    ar(r.participants, r.coordinator);
+  else if constexpr (Archive::is_loading::value) {
+    r.participants.clear();
+    r.coordinator.clear();
+  }
 }
 
 template <class Archive>
@@ -236,6 +257,6 @@ void serialize(Archive& ar, abort_record& r, std::uint32_t const version) {
 } // namespace tally
 
 CEREAL_CLASS_VERSION(tally::update_record, tally::detail::record_class_version)
-CEREAL_CLASS_VERSION(tally::prepare_record, tally::detail::record_class_version)
+CEREAL_CLASS_VERSION(tally::prepare_record, tally::detail::prepare_record_class_version)
 CEREAL_CLASS_VERSION(tally::commit_record, tally::detail::record_class_version)
 CEREAL_CLASS_VERSION(tally::abort_record, tally::detail::record_class_version)

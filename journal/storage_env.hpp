@@ -4,7 +4,7 @@
 // the real implementation; fault_env.hpp wraps it to fail the Nth write,
 // commit or sync and to simulate a power loss that drops unsynced data.
 //
-// Model: one environment per partition replica (a directory) with five named
+// Model: one environment per partition replica (a directory) with six named
 // databases. Transactions are short: the caller begins and ends each one
 // inside a single call (the owner is an actor that may run on a different
 // thread each time; MDB_NOTLS makes that legal). Single writer: at most one
@@ -32,11 +32,12 @@ enum class store_db : std::uint8_t {
   checkpoint = 2, // object key -> checkpoint entry frame
   meta = 3,       // ASCII name -> value (docs/FORMAT.md, "Metadata")
   opids = 4,      // op id (16 bytes BE) -> commit LSN (u64 BE) of its commit
+  decisions = 5,  // tx id (16 bytes BE) -> outcome, LSN, time (issue 13)
 };
-constexpr int store_db_count = 5;
+constexpr int store_db_count = 6;
 
-/// "journal", "index", "checkpoint", "meta" or "opids": also the LMDB
-/// database names.
+/// "journal", "index", "checkpoint", "meta", "opids" or "decisions": also
+/// the LMDB database names.
 const char* to_string(store_db db) noexcept;
 
 /// How a put places its key.

@@ -127,4 +127,108 @@ BOOST_AUTO_TEST_CASE(transactions_prepared_long_ago_are_committed_or_aborted_wit
   std::filesystem::remove_all(dir);
 }
 
+// Issue 13, cooperative termination: the coordinator itself is asked how
+// its two-phase commit ended, at the same time as the participants its
+// prepare records name. tx3's coordinator (this node's run) still waits
+// for its prepares (their answers were lost): asked with force (the
+// transaction is older than a request timeout) it aborts, and its commit()
+// then refuses. tx4's coordinator decided commit at T but no commit record
+// landed anywhere: the holders commit at T on its word. Before, tx3 waited
+// for its coordinator ("still in progress") and tx4 had no commit record to
+// be found: both stayed prepared, and the reads below timed out.
+BOOST_AUTO_TEST_CASE(the_coordinator_is_asked_and_its_decision_is_applied) {
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
+  auto old = std::make_shared<std::atomic<bool>>(true);
+  const std::uint64_t then = wall_clock_us() - 10'000'000; // 10 s ago
+  const std::uint64_t incarnation = 777;
+  const node_id self = "tally@127.0.0.1:1";
+  std::vector<std::unique_ptr<partition_core>> cores;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    partition_options o;
+    o.index = i;
+    o.path = (dir / std::to_string(i)).string();
+    o.mode = durability::none;
+    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
+    auto core = partition_core::open(o);
+    BOOST_REQUIRE(core);
+    cores.push_back(std::move(*core));
+  }
+  auto coordinating = std::make_shared<coordinated_txs>();
+  tx_id tx3{incarnation, 3}, tx4{incarnation, 4};
+  coordinating->begin(tx3);
+  coordinating->begin(tx4);
+  std::uint64_t t4 = 0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    auto a = cores[i]->stage_prepare(tx3, {inc("e" + std::to_string(i), 3)}, 0, true, {0, 1},
+                                     self);
+    auto b = cores[i]->stage_prepare(tx4, {inc("f" + std::to_string(i), 4)}, 0, true, {0, 1},
+                                     self);
+    BOOST_REQUIRE(a);
+    BOOST_REQUIRE(b);
+    t4 = std::max(t4, b->prepare_time);
+    BOOST_REQUIRE(cores[i]->flush());
+  }
+  BOOST_REQUIRE(coordinating->commit(tx4, t4)); // decided; its commits were lost
+  old->store(false);
+  {
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", 2);
+    caf::actor_system sys{cfg};
+    auto board = std::make_shared<safe_board>(2);
+    std::vector<caf::actor> local;
+    for (std::uint32_t i = 0; i < 2; ++i)
+      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(), board_slot(board, i)));
+    auto ring = ring_state::create(self, 2, 1);
+    BOOST_REQUIRE(ring);
+    membership_config mc;
+    mc.self = self;
+    mc.root = dir.string();
+    mc.q = 2;
+    mc.request_timeout = std::chrono::milliseconds{100};
+    mc.incarnation = incarnation;
+    mc.coordinating = coordinating;
+    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
+      return make_error(errc::unavailable, "not in this test");
+    };
+    auto routes = std::make_shared<routing>();
+    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
+    caf::scoped_actor me{sys};
+    std::vector<std::int64_t> values;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::vector<std::int64_t> got;
+      for (std::uint32_t i = 0; i < 2; ++i) {
+        part_read_req r;
+        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
+        r.items = {read_item{object_key{"b", "e" + std::to_string(i)}, crdt_type::counter, {}},
+                   read_item{object_key{"b", "f" + std::to_string(i)}, crdt_type::counter, {}}};
+        me->request(local[i], std::chrono::milliseconds(300), part_read_atom::value,
+                    encode_wire(r))
+          .receive(
+            [&](std::string& bytes) {
+              auto resp = decode_wire<part_read_resp>(bytes);
+              if (resp && !resp->err)
+                for (auto& v : resp->values)
+                  got.push_back(std::get<std::int64_t>(v));
+            },
+            [&](caf::error&) {});
+      }
+      if (got.size() == 4)
+        values = got;
+    }
+    BOOST_REQUIRE(values.size() == 4u); // decided within the bound
+    BOOST_TEST(values[0] == 0); // e0: tx3 aborted by its coordinator
+    BOOST_TEST(values[2] == 0); // e1
+    BOOST_TEST(values[1] == 4); // f0: tx4 committed on its coordinator's word
+    BOOST_TEST(values[3] == 4); // f1
+    // The coordinator can no longer commit tx3.
+    BOOST_TEST(!coordinating->commit(tx3, t4 + 1));
+    for (auto& a : local)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -121,6 +121,58 @@ BOOST_AUTO_TEST_CASE(partition_messages_round_trip) {
   BOOST_TEST((respb->err->code() == errc::wrong_type));
 }
 
+// Wire version 3 (issue 13): a prepare names its participants and
+// coordinator, a find answer says "aborted", a stale answer carries each
+// transaction's participants, and a coordinator is asked to decide.
+BOOST_AUTO_TEST_CASE(resolution_messages_round_trip) {
+  BOOST_TEST(wire_version == 3);
+  part_prepare_req p;
+  p.tx = tx_id{7, 9};
+  p.two_phase = true;
+  p.participants = {1, 4, 9};
+  p.coordinator = "tally@127.0.0.1:9100";
+  auto pb = decode_wire<part_prepare_req>(encode_wire(p));
+  BOOST_REQUIRE(pb);
+  BOOST_TEST((pb->participants == p.participants));
+  BOOST_TEST(pb->coordinator == p.coordinator);
+
+  part_find_resp f{std::nullopt, 0, 17, true};
+  auto fb = decode_wire<part_find_resp>(encode_wire(f));
+  BOOST_REQUIRE(fb);
+  BOOST_TEST(fb->aborted);
+  BOOST_TEST(fb->folded_through == 17u);
+
+  part_stale_resp st;
+  st.txs = {tx_id{1, 1}, tx_id{1, 2}};
+  st.prepare_times = {5, 6};
+  st.participants = {{0, 2}, {}};
+  st.coordinators = {"tally@a:1", ""};
+  auto sb = decode_wire<part_stale_resp>(encode_wire(st));
+  BOOST_REQUIRE(sb);
+  BOOST_REQUIRE(sb->participants.size() == 2u);
+  BOOST_TEST((sb->participants[0] == std::vector<std::uint32_t>{0, 2}));
+  BOOST_TEST(sb->coordinators[0] == "tally@a:1");
+
+  auto rq = decode_wire<tx_decide_req>(encode_wire(tx_decide_req{tx_id{3, 4}, true}));
+  BOOST_REQUIRE(rq);
+  BOOST_TEST((rq->tx == tx_id{3, 4}));
+  BOOST_TEST(rq->force);
+  auto rs = decode_wire<tx_decide_resp>(encode_wire(tx_decide_resp{1, 99}));
+  BOOST_REQUIRE(rs);
+  BOOST_TEST(rs->state == 1);
+  BOOST_TEST(rs->commit_time == 99u);
+  // A state no coordinator answers is corrupt, not a guess.
+  auto bad = encode_wire(tx_decide_resp{1, 99});
+  bad[2] = 4; // after the version byte and the endianness byte
+  BOOST_TEST(decode_wire<tx_decide_resp>(bad).err().code() == errc::corrupt);
+  // A version-2 message is refused, naming both versions.
+  auto old = encode_wire(part_commit_req{tx_id{1, 2}, 42});
+  old[0] = 2;
+  auto refused = decode_wire<part_commit_req>(old);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.err().message().find("version 2") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(bad_bytes_are_corrupt_not_a_crash) {
   auto good = encode_wire(part_commit_req{tx_id{1, 2}, 42});
   auto other_version = good;
