@@ -1,11 +1,14 @@
-// A Tally node (docs/NODE.md, docs/CLUSTER.md): finds its ring state (saved,
-// joined through --join, or new with itself as the only member), opens the
-// journals of the partitions it holds under <data-dir>/partitions/<index>,
-// recovers, resolves transactions left prepared by a crash, spawns the
-// partition actors, the transaction manager, the membership actor (published
-// on the cluster port) and the client endpoint. stop() sends an exit message to every long-lived
-// actor (CAF-NOTES.md, "Lifetime and shutdown"); the actor_system's
-// destructor then returns once they have flushed and quit.
+// A Tally node (docs/NODE.md, docs/CLUSTER.md). start() is a sequence of
+// named steps: before any actor runs (actors/node_startup.hpp) the data
+// dir is locked, the node's id found, its partitions on disk read, the ring
+// found (saved, joined through --join, or new), and the partitions it holds
+// opened and recovered, transactions a crash left prepared resolved among
+// them; then the shard threads start (server/client_server.hpp), the
+// partition actors run on them, the membership actor is published on the
+// cluster port, and last the client port serves. stop() closes the client
+// port and sends an exit message to every long-lived actor (CAF-NOTES.md,
+// "Lifetime and shutdown"); await_stopped() waits for them, then ends the
+// shard threads.
 #pragma once
 
 #include <chrono>
@@ -176,6 +179,15 @@ public:
 
 private:
   node() = default;
+
+  // The steps of start() that run the node's threads and actors, after the
+  // steps of actors/node_startup.hpp; `starting` carries what they share
+  // (defined in node.cpp).
+  struct starting;
+  status start_shards(caf::actor_system& sys, const node_config& cfg, starting& s);
+  void spawn_partitions(caf::actor_system& sys, starting& s);
+  status start_membership(caf::actor_system& sys, const node_config& cfg, starting& s);
+  status serve_clients(caf::actor_system& sys, const node_config& cfg, starting& s);
 
   caf::actor_system* sys_ = nullptr;
   std::unique_ptr<client_server> server_; // the client port and shard threads
