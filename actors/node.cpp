@@ -463,8 +463,11 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
                                   || cfg.mode == durability::periodic);
   auto syncer = sync_elsewhere ? std::make_shared<background_syncer>(cfg.sync_threads)
                                : nullptr;
-  auto opts_for = [cfg, root, sync_elsewhere](std::uint32_t i, bool must_exist,
-                              const char* folder = "partitions") {
+  // The replicas' dependency checks, added up for `cluster status`
+  // (docs/REPLICATION.md, "Dependency check").
+  auto dependency_checks = std::make_shared<dependency_tally>();
+  auto opts_for = [cfg, root, sync_elsewhere, dependency_checks](
+                    std::uint32_t i, bool must_exist, const char* folder = "partitions") {
     partition_options po;
     po.index = i;
     po.path = (root / folder / std::to_string(i)).string();
@@ -474,6 +477,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
     po.max_fbfs = max_fbfs_of(cfg);
     po.map_size = cfg.map_size;
     po.sync_elsewhere = sync_elsewhere;
+    po.dependency_sink = dependency_checks;
     po.snapshot_retention_us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(
         cfg.snapshot_retention)
@@ -572,6 +576,7 @@ expected<std::unique_ptr<node>> node::start(caf::actor_system& sys,
   mc.incarnation = ctx->incarnation;
   mc.coordinating = ctx->coordinating;
   mc.remote = ctx->remote;
+  mc.dependency_checks = dependency_checks;
   mc.undecided = std::move(undecided);
   mc.unopened = std::move(unopened);
   auto board = ctx->board;
