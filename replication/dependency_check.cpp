@@ -1,7 +1,10 @@
 #include "replication/dependency_check.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "clock/bloom_probability.hpp"
@@ -31,6 +34,8 @@ dependency_counts& dependency_counts::operator+=(const dependency_counts& o) noe
   eq2_expected_fp += o.eq2_expected_fp;
   eq3_expected_fp += o.eq3_expected_fp;
   eq7_expected_fp += o.eq7_expected_fp;
+  m = std::max(m, o.m);
+  k = std::max(k, o.k);
   return *this;
 }
 
@@ -38,7 +43,7 @@ namespace {
 
 std::string fixed(double x) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g", x);
+  std::snprintf(buf, sizeof buf, "%.6g", x);
   return buf;
 }
 
@@ -52,8 +57,65 @@ std::string describe(const dependency_counts& c) {
      << " | false positives " << c.false_positives << " (y missing " << c.fp_commit_missing
      << ") | expected false positives: Eq. 2 " << fixed(c.eq2_expected_fp) << ", Eq. 3 "
      << fixed(c.eq3_expected_fp) << ", Eq. 7 " << fixed(c.eq7_expected_fp) << " of "
-     << c.missing << " missing";
+     << c.missing << " missing | m " << c.m << ", k " << c.k;
   return os.str();
+}
+
+std::optional<dependency_counts> parse_dependency_counts(std::string_view text) {
+  // The line starts at "checks <digit>" (a status line has other "checks").
+  std::size_t at = 0;
+  for (;; ++at) {
+    at = text.find("checks ", at);
+    if (at == std::string_view::npos)
+      return std::nullopt;
+    const auto d = at + 7;
+    if (d < text.size() && std::isdigit(static_cast<unsigned char>(text[d])))
+      break;
+  }
+  const auto stop = text.find('\n', at);
+  const std::string line{text.substr(at, stop == std::string_view::npos ? stop : stop - at)};
+  dependency_counts c;
+  int got = 0;
+  // The number after `name`, searched from `from` on (moved past it).
+  std::size_t from = 0;
+  auto num = [&](const char* name, std::uint64_t& v) {
+    const auto p = line.find(name, from);
+    unsigned long long x = 0;
+    if (p != std::string::npos
+        && std::sscanf(line.c_str() + p + std::strlen(name), "%llu", &x) == 1) {
+      v = x;
+      from = p + std::strlen(name);
+      ++got;
+    }
+  };
+  auto real = [&](const char* name, double& v) {
+    const auto p = line.find(name, from);
+    if (p != std::string::npos && std::sscanf(line.c_str() + p + std::strlen(name), "%lf", &v) == 1) {
+      from = p + std::strlen(name);
+      ++got;
+    }
+  };
+  num("checks ", c.checks);
+  num("| unchecked ", c.unchecked);
+  num("| negatives ", c.negatives);
+  num("(saved ", c.saved);
+  num(", diverged ", c.negatives_diverged);
+  num(", contradicted ", c.contradicted);
+  num("| confirmed ", c.confirmed);
+  num("| false positives ", c.false_positives);
+  num("(y missing ", c.fp_commit_missing);
+  real("Eq. 2 ", c.eq2_expected_fp);
+  real("Eq. 3 ", c.eq3_expected_fp);
+  real("Eq. 7 ", c.eq7_expected_fp);
+  num(" of ", c.missing);
+  std::uint64_t m = 0, k = 0;
+  num("| m ", m);
+  num(", k ", k);
+  c.m = static_cast<std::uint32_t>(m);
+  c.k = static_cast<std::uint32_t>(k);
+  if (got != 15)
+    return std::nullopt;
+  return c;
 }
 
 void dependency_tally::add(const dependency_counts& c) {
@@ -90,6 +152,8 @@ dependency_verdict dependency_check::check(const bloom_clock& mine, lsn end,
   }
   const auto& y = *b.deps;
   d.checks = 1;
+  d.m = mine.m();
+  d.k = mine.k();
   // Equation 7's pr_p(k, m, B_y, B_z) for this pair, as the paper would
   // predict it from the two timestamps alone (Poisson form).
   auto eq7 = [&] {

@@ -34,7 +34,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "clock/bloom_clock.hpp"
 #include "journal/record.hpp"
@@ -92,14 +94,22 @@ struct dependency_counts {
   /// Equation 7's expected positives among the checks whose y was missing
   /// (the sum of their pr_p): what fp_commit_missing should be near.
   double eq7_expected_fp = 0;
+  /// The Bloom clocks' size and hashes (0 before the first check).
+  std::uint32_t m = 0;
+  std::uint32_t k = 0;
 
   dependency_counts& operator+=(const dependency_counts& o) noexcept;
 };
 
 /// One line: "checks N | unchecked N | negatives N (saved N, diverged N,
 /// contradicted N) | confirmed N | false positives N (y missing N) |
-/// expected false positives: Eq. 2 X, Eq. 3 X, Eq. 7 X of N missing".
+/// expected false positives: Eq. 2 X, Eq. 3 X, Eq. 7 X of N missing |
+/// m M, k K".
 std::string describe(const dependency_counts& c);
+
+/// The counters back from a describe() line (or from a text holding one,
+/// e.g. `cluster status`); nullopt when there is none.
+std::optional<dependency_counts> parse_dependency_counts(std::string_view text);
 
 /// The sum over a node's copies; safe between threads.
 class dependency_tally {

@@ -198,6 +198,34 @@ BOOST_AUTO_TEST_CASE(the_node_tally_adds_every_copys_checks) {
              describe(t));
 }
 
+BOOST_AUTO_TEST_CASE(the_counters_read_back_from_their_line) {
+  dependency_counts c;
+  c.checks = 10;
+  c.unchecked = 2;
+  c.negatives = 3;
+  c.saved = 2;
+  c.negatives_diverged = 1;
+  c.contradicted = 0;
+  c.confirmed = 6;
+  c.false_positives = 1;
+  c.fp_commit_missing = 1;
+  c.missing = 4;
+  c.eq2_expected_fp = 6.5;
+  c.eq3_expected_fp = 0.125;
+  c.eq7_expected_fp = 1.5e-9;
+  c.m = 64;
+  c.k = 3;
+  const auto status = "bloom dependency checks of this node's copies since it started | "
+                      + describe(c) + "\nnext line";
+  auto back = parse_dependency_counts(status);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(describe(*back) == describe(c));
+  BOOST_TEST(back->missing == 4u);
+  BOOST_TEST(back->m == 64u);
+  BOOST_TEST(!parse_dependency_counts("checks of nothing"));
+  BOOST_TEST(!parse_dependency_counts("checks 3 | unchecked"));
+}
+
 BOOST_AUTO_TEST_CASE(confirmed_positives_are_predicted_one_in_n_weighted) {
   dependency_check chk{nullptr, 4};
   counting_exact ex;
