@@ -157,8 +157,9 @@ partition_core::open(partition_options opts) {
   // check"): its last commit, found scanning back (once, at open); with no
   // commit in the log, the recovered clock (the last commit ever, folded).
   self->deps_check_ = dependency_check{o.dependency_sink};
-  self->end_dep_ = self->scan_dependency(self->log_->next_lsn(), UINT64_MAX);
-  if (!self->end_dep_)
+  bool unreadable = false;
+  self->end_dep_ = self->scan_dependency(self->log_->next_lsn(), UINT64_MAX, &unreadable);
+  if (!self->end_dep_ && !unreadable)
     self->end_dep_ = batch_dependency{*self->bloom_, 0, {}};
   // Exactly-once across restarts: every op id of a committed transaction
   // still in the log that the FBF could still hold (committed less than
@@ -795,7 +796,8 @@ void partition_core::note_appended(lsn first, const std::vector<journal_record>&
     end_dep_ = scan_dependency(first + records.size(), 4096);
 }
 
-std::optional<batch_dependency> partition_core::scan_dependency(lsn at, std::uint64_t limit) {
+std::optional<batch_dependency> partition_core::scan_dependency(lsn at, std::uint64_t limit,
+                                                                bool* unreadable) {
   const lsn trunc = log_->truncation_lsn();
   if (at < trunc || at > log_->next_lsn())
     return std::nullopt;
@@ -818,8 +820,11 @@ std::optional<batch_dependency> partition_core::scan_dependency(lsn at, std::uin
       }
       return true;
     });
-    if (!st || bad)
+    if (!st || bad) {
+      if (unreadable)
+        *unreadable = true;
       return std::nullopt;
+    }
     if (found)
       return found;
     scanned += hi - lo;

@@ -539,8 +539,10 @@ private:
   // journal's end moves past their commits.
   void note_appended(lsn first, const std::vector<journal_record>& records);
   // The last commit before `at` found in the journal, scanning back at most
-  // `limit` records (see dependency_at).
-  std::optional<batch_dependency> scan_dependency(lsn at, std::uint64_t limit);
+  // `limit` records (see dependency_at); `unreadable` is set when a record
+  // or a timestamp could not be read (else nullopt means none was found).
+  std::optional<batch_dependency> scan_dependency(lsn at, std::uint64_t limit,
+                                                  bool* unreadable = nullptr);
   // The same for one appended batch.
   void apply_batch(const appended_batch& b);
   // Applies the waiting batches (unsynced_) that end at or below `upto`.

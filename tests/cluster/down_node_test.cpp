@@ -1,9 +1,10 @@
 // Issue 14, "Done when": a node of a 3-node cluster with n_val 3 is down
 // under load (kill -9), comes back, catches up while every node keeps
 // serving, and then holds the same data as the others (docs/REPLICATION.md,
-// "A node down under load"). The same test runs with 10 s down in the
-// default run and with 60 s down by name (it takes about 90 s):
-//   build/bin/test_cluster --run_test=down_node_tests/with_three_copies_a_node_down_60_s_under_load_catches_up_and_holds_the_same_data
+// "A node down under load"). The default run has the issue's 60 s down
+// (about 67 s alone, under the 90 s a default test may take); a 10 s
+// variant (about 15 s) checks the same properties and runs by name:
+//   build/bin/test_cluster --run_test=down_node_tests/with_three_copies_a_node_down_10_s_under_load_catches_up_and_holds_the_same_data
 //
 // What it checks:
 //   - service: through the two other nodes, from 2 s after the kill to the
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "actors/partition_core.hpp"
+#include "replication/dependency_check.hpp"
 #include "tests/cluster/cluster_support.hpp"
 #include "tests/support/seeded_rng.hpp"
 
@@ -149,29 +151,6 @@ bool every_copy_caught_up(const std::string& status) {
       return false;
   }
   return rows == cluster_partitions;
-}
-
-// The counters of the status line "bloom dependency checks of this node's
-// copies since it started | checks N | ... (saved N, diverged N,
-// contradicted N) | confirmed N | ...": name -> value.
-std::map<std::string, std::uint64_t> bloom_counters(const std::string& status) {
-  std::map<std::string, std::uint64_t> out;
-  const auto at = status.find("bloom dependency checks");
-  if (at == std::string::npos)
-    return out;
-  std::istringstream line{status.substr(at, status.find('\n', at) - at)};
-  std::string word, prev;
-  while (line >> word) {
-    while (!word.empty() && (word.back() == ',' || word.back() == ')'))
-      word.pop_back();
-    if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) && !prev.empty()
-        && word.find('.') == std::string::npos && word.find('e') == std::string::npos)
-      out.emplace(prev, std::strtoull(word.c_str(), nullptr, 10));
-    prev = word;
-    if (!prev.empty() && prev.front() == '(')
-      prev.erase(0, 1);
-  }
-  return out;
 }
 
 // One copy of a partition, opened offline from a node's data dir.
@@ -367,26 +346,25 @@ void down_node_catches_up(std::chrono::seconds down) {
         BOOST_TEST(v == through0[i], "node " << n << " " << keys[i].key);
       }
     }
-    // The Bloom clock dependency checks ran on the real cluster.
-    std::map<std::string, std::uint64_t> total;
+    // The Bloom clock dependency checks ran on the real cluster: the
+    // returning node's copies were probed behind their primaries and
+    // refused those batches on the Bloom clock alone, then confirmed the
+    // batches they caught up with; nothing contradicted a negative.
+    dependency_counts total;
     for (std::size_t n = 0; n < 3; ++n) {
       const auto text = status_of(*cl.nodes[n]);
-      const auto counts = bloom_counters(text);
-      const auto line_at = text.find("bloom dependency checks");
-      BOOST_TEST_MESSAGE("node " << n << ": "
-                         << (line_at == std::string::npos
-                               ? std::string{"no bloom line"}
-                               : text.substr(line_at, text.find('\n', line_at) - line_at)));
-      BOOST_TEST(counts.count("checks") == 1u, "node " << n << ": " << text);
-      for (const auto& [k, v] : counts)
-        total[k] += v;
+      const auto counts = parse_dependency_counts(text);
+      BOOST_REQUIRE_MESSAGE(counts, "node " << n << ": no Bloom dependency counters in " << text);
+      BOOST_TEST_MESSAGE("node " << n << ": " << describe(*counts));
+      total += *counts;
       if (n == 2) {
-        const bool confirmed = counts.count("confirmed") && counts.at("confirmed") > 0;
-        BOOST_TEST(confirmed, "the returning node confirmed no Bloom positive");
+        BOOST_TEST(counts->confirmed > 0u);
+        BOOST_TEST(counts->saved > 0u, "the returning node: " << describe(*counts));
       }
     }
-    BOOST_TEST(total["checks"] > 0u);
-    BOOST_TEST(total["contradicted"] == 0u);
+    BOOST_TEST(total.checks > 0u);
+    BOOST_TEST(total.contradicted == 0u);
+    BOOST_TEST(total.fp_commit_missing == 0u); // one history: no commit missed unseen
     // Freeze every node (no write between the copies' reads), kill them,
     // and compare every copy of every partition on disk.
     for (auto& node : cl.nodes)
@@ -435,15 +413,15 @@ void down_node_catches_up(std::chrono::seconds down) {
 
 BOOST_AUTO_TEST_SUITE(down_node_tests)
 
-BOOST_AUTO_TEST_CASE(with_three_copies_a_node_down_10_s_under_load_catches_up_and_holds_the_same_data) {
-  down_node_catches_up(std::chrono::seconds(10));
+// Issue 14's "Done when": 60 s down.
+BOOST_AUTO_TEST_CASE(with_three_copies_a_node_down_60_s_under_load_catches_up_and_holds_the_same_data) {
+  down_node_catches_up(std::chrono::seconds(60));
 }
 
-// Issue 14's "Done when": 60 s down. About 90 s in all, so not in the
-// default run: run it by name (header comment).
-BOOST_AUTO_TEST_CASE(with_three_copies_a_node_down_60_s_under_load_catches_up_and_holds_the_same_data,
+// The same in 10 s down, for a quick run by name (header comment).
+BOOST_AUTO_TEST_CASE(with_three_copies_a_node_down_10_s_under_load_catches_up_and_holds_the_same_data,
                      *boost::unit_test::disabled()) {
-  down_node_catches_up(std::chrono::seconds(60));
+  down_node_catches_up(std::chrono::seconds(10));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
