@@ -1539,6 +1539,9 @@ std::string status_text(mem_self self) {
     if (!st.stale.empty())
       os << "stale copies on this node | "
          << ranges(std::vector<std::uint32_t>(st.stale.begin(), st.stale.end())) << "\n";
+    if (st.cfg.dependency_checks)
+      os << "bloom dependency checks of this node's copies since it started | "
+         << describe(st.cfg.dependency_checks->total()) << "\n";
   }
   return os.str();
 }

@@ -38,6 +38,7 @@
 #include "common/expected.hpp"
 #include "actors/node_context.hpp"
 #include "common/ids.hpp"
+#include "replication/dependency_check.hpp"
 #include "ring/ring_state.hpp"
 
 namespace caf {
@@ -91,6 +92,9 @@ struct membership_config {
   /// Calls to other nodes' partitions: failed at once when a member's link
   /// is lost (not when it leaves: actors/remote_calls.hpp).
   std::shared_ptr<remote_calls> remote;
+  /// n_val > 1: the dependency checks of this node's copies, added up
+  /// (shown by `cluster status`; docs/REPLICATION.md, "Dependency check").
+  std::shared_ptr<const dependency_tally> dependency_checks;
   /// Called once this node has left the cluster and handed off everything.
   std::function<void()> request_shutdown;
   /// This run's incarnation (the origin of the transaction ids its

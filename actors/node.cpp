@@ -289,6 +289,7 @@ status node::start_membership(caf::actor_system& sys, const node_config& cfg, st
   mc.incarnation = ctx.incarnation;
   mc.coordinating = ctx.coordinating;
   mc.remote = ctx.remote;
+  mc.dependency_checks = s.opener->dependency_checks();
   mc.undecided = std::move(s.opened.undecided);
   mc.unopened = std::move(s.plan.unopened);
   auto opener = s.opener;

@@ -93,6 +93,11 @@ public:
   bool replicated() const noexcept { return replicated_; }
   /// The partitions' periodic work (docs/NODE.md, "Timers").
   partition_timers timers() const;
+  /// The replicas' dependency checks, added up for `cluster status`
+  /// (docs/REPLICATION.md, "Dependency check").
+  const std::shared_ptr<dependency_tally>& dependency_checks() const noexcept {
+    return dependency_checks_;
+  }
 
 private:
   node_config cfg_;
@@ -100,6 +105,7 @@ private:
   bool replicated_ = false;
   bool sync_elsewhere_ = false;
   std::shared_ptr<background_syncer> syncer_;
+  std::shared_ptr<dependency_tally> dependency_checks_ = std::make_shared<dependency_tally>();
 };
 
 /// 6. Every held partition opened and recovered, the manifest brought up

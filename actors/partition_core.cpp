@@ -153,7 +153,14 @@ partition_core::open(partition_options opts) {
   // The clock restarts above every commit ever journaled, even if the
   // physical clock went backwards across the restart.
   self->clock_ = std::max(o.now_us(), rec.max_commit_time.get(local_dc));
-  self->commits_ = rec.records; // only a distinct event counter for ticks
+  // The dependency at the journal's end (docs/REPLICATION.md, "Dependency
+  // check"): its last commit, found scanning back (once, at open); with no
+  // commit in the log, the recovered clock (the last commit ever, folded).
+  self->deps_check_ = dependency_check{o.dependency_sink};
+  bool unreadable = false;
+  self->end_dep_ = self->scan_dependency(self->log_->next_lsn(), UINT64_MAX, &unreadable);
+  if (!self->end_dep_ && !unreadable)
+    self->end_dep_ = batch_dependency{*self->bloom_, 0, {}};
   // Exactly-once across restarts: every op id of a committed transaction
   // still in the log that the FBF could still hold (committed less than
   // op_id_keep_us ago) is remembered again (DESIGN.md, "Exactly-once").
@@ -718,7 +725,12 @@ status partition_core::stage_commit(const tx_id& tx,
                       "commit time below the prepare time");
   i->second.commit_time = commit_time;
   clock_ = std::max(clock_, commit_time);
-  bloom_->tick(bloom_event(opts_.index, ++commits_));
+  // The commit is event (i, x) of Algorithm 1 (seed 002, section 3) with
+  // i, x the transaction id's origin and sequence: unique in the cluster,
+  // so two primaries of this partition (an old one's unacknowledged tail,
+  // the new one's commits) never tick the same event, and a restart reuses
+  // no id (a counter of commits since the open did both).
+  bloom_->tick(bloom_event(tx.origin, tx.seq));
   commit_record c;
   c.tx = tx;
   c.commit_time = vector_clock{{local_dc, commit_time}};
@@ -782,8 +794,11 @@ status partition_core::flush() {
     staged_refs_.clear();
     return *failed_;
   }
+  // What the batch depends on: the journal's end before it.
+  auto deps = end_dep_;
+  note_appended(range->first, staged_);
   if (!deferred) {
-    apply_appended(range->first);
+    apply_appended(range->first, std::move(deps));
     return {};
   }
   // Durability batch, synced elsewhere: the batch applies once a sync
@@ -791,7 +806,7 @@ status partition_core::flush() {
   // so no read sees them before they are durable. The replicas may have
   // it at once.
   if (opts_.keep_flushed)
-    flushed_.push_back(replication_batch{range->first, staged_});
+    flushed_.push_back(replication_batch{range->first, staged_, std::move(deps)});
   unsynced_.push_back(appended_batch{range->first, std::move(staged_), std::move(staged_refs_)});
   staged_.clear();
   staged_refs_.clear();
@@ -823,13 +838,90 @@ void partition_core::apply_synced(lsn upto) {
   }
 }
 
-void partition_core::apply_appended(lsn first) {
+void partition_core::apply_appended(lsn first, std::optional<batch_dependency> deps) {
   appended_batch b{first, std::move(staged_), std::move(staged_refs_)};
   staged_.clear();
   staged_refs_.clear();
   apply_batch(b);
   if (opts_.keep_flushed)
-    flushed_.push_back(replication_batch{first, std::move(b.records)});
+    flushed_.push_back(replication_batch{first, std::move(b.records), std::move(deps)});
+}
+
+void partition_core::note_appended(lsn first, const std::vector<journal_record>& records) {
+  if (end_dep_)
+    end_dep_ = dependency_within(*end_dep_, first, records, first + records.size());
+  // A timestamp that cannot be decoded (never written by Tally): the end's
+  // dependency is unknown until the journal is scanned again.
+  if (!end_dep_)
+    end_dep_ = scan_dependency(first + records.size(), 4096);
+}
+
+std::optional<batch_dependency> partition_core::scan_dependency(lsn at, std::uint64_t limit,
+                                                                bool* unreadable) {
+  const lsn trunc = log_->truncation_lsn();
+  if (at < trunc || at > log_->next_lsn())
+    return std::nullopt;
+  constexpr lsn window = 256;
+  std::uint64_t scanned = 0;
+  lsn hi = at;
+  while (hi > trunc && scanned < limit) {
+    const lsn lo = hi - trunc > window ? hi - window : trunc;
+    std::optional<batch_dependency> found;
+    bool bad = false;
+    auto st = log_->scan(lo, hi, [&](lsn pos, const journal_record& r) {
+      const auto* c = std::get_if<commit_record>(&r);
+      if (c && !c->bloom_timestamp.empty()) {
+        auto clock = bloom_clock::decode(c->bloom_timestamp);
+        if (!clock) {
+          bad = true;
+          return false;
+        }
+        found = batch_dependency{std::move(*clock), pos, c->tx};
+      }
+      return true;
+    });
+    if (!st || bad) {
+      if (unreadable)
+        *unreadable = true;
+      return std::nullopt;
+    }
+    if (found)
+      return found;
+    scanned += hi - lo;
+    hi = lo;
+  }
+  if (hi > trunc)
+    return std::nullopt; // too far back
+  // No commit from the log's start to `at`: the zero clock if nothing was
+  // ever folded (Algorithm 1, line 1), else unknown here.
+  if (trunc == 1)
+    if (auto zero = bloom_clock::make(opts_.bloom_cells, opts_.bloom_hashes))
+      return batch_dependency{std::move(*zero), 0, {}};
+  return std::nullopt;
+}
+
+std::optional<batch_dependency> partition_core::dependency_at(lsn at) {
+  if (at < log_->truncation_lsn() || at > log_->next_lsn())
+    return std::nullopt;
+  // No commit between the journal's last one and its end.
+  if (end_dep_ && end_dep_->commit_at < at)
+    return end_dep_;
+  return scan_dependency(at, 4096);
+}
+
+dependency_verdict partition_core::check_dependencies(const replication_batch& b,
+                                                      std::function<bool()> prefix_matches) {
+  exact_checks exact;
+  exact.prefix_matches = std::move(prefix_matches);
+  exact.holds_commit = [this](lsn at, const tx_id& tx) {
+    if (at < log_->truncation_lsn())
+      return true; // folded here: it was here
+    auto t = tx_at(at);
+    return t && *t && **t == tx;
+  };
+  // B_z: the Bloom timestamp of this journal's last commit.
+  const bloom_clock& mine = end_dep_ ? end_dep_->clock : *bloom_;
+  return deps_check_.check(mine, log_->next_lsn(), b, exact);
 }
 
 void partition_core::apply_batch(const appended_batch& b) {
@@ -938,7 +1030,6 @@ status partition_core::stage_replicated(const journal_record& rec) {
     // A commit with nothing prepared here (every update a duplicate) is
     // journaled as the primary journaled it, and applies nothing.
     clock_ = std::max(clock_, t);
-    ++commits_;
     if (!c->bloom_timestamp.empty()) {
       auto b = bloom_clock::decode(c->bloom_timestamp, opts_.bloom_cells,
                                    opts_.bloom_hashes);
@@ -999,7 +1090,8 @@ expected<lsn> partition_core::apply_replicated(const replication_batch& b) {
                ": replica stopped, a replicated batch failed: ", failed_->to_string());
     return *failed_;
   }
-  apply_appended(range->first);
+  note_appended(range->first, staged_);
+  apply_appended(range->first, std::nullopt);
   return log_->next_lsn();
 }
 
@@ -1024,6 +1116,7 @@ expected<replication_batch> partition_core::records_from(lsn from,
   });
   if (!st)
     return st.err();
+  out.deps = dependency_at(from);
   return out;
 }
 

@@ -50,6 +50,7 @@
 #include "fbf/forgetful_bloom_filter.hpp"
 #include "journal/journal.hpp"
 #include "journal/record.hpp"
+#include "replication/dependency_check.hpp"
 #include "replication/replication_batch.hpp"
 
 namespace tally {
@@ -150,6 +151,10 @@ struct partition_options {
   /// In mode batch an appended batch is applied (its commits visible,
   /// answered by the owner) only once synced() reports a sync covering it.
   bool sync_elsewhere = false;
+  /// Where a replica's dependency checks are added up with the other
+  /// copies' of the node (check_dependencies; `tally cluster status`);
+  /// null: kept per partition only.
+  std::shared_ptr<dependency_tally> dependency_sink;
 };
 
 /// What checkpoint() did.
@@ -401,8 +406,29 @@ public:
   /// from the journal and catches up again).
   expected<lsn> apply_replicated(const replication_batch& b);
 
+  /// Replica side, before apply_replicated (docs/REPLICATION.md,
+  /// "Dependency check"): has this copy applied everything `b` depends on?
+  /// The Bloom clock first (replication/dependency_check.hpp): its journal's
+  /// Bloom clock not dominating b.deps proves a commit is missing, and the
+  /// batch is refused as a gap without an exact check; a positive is
+  /// confirmed exactly (LSN positions, then `prefix_matches`: the record at
+  /// b.first - 1 is the primary's; empty when the sender checked it). The
+  /// outcome is counted (dependency_stats()).
+  dependency_verdict check_dependencies(const replication_batch& b,
+                                        std::function<bool()> prefix_matches);
+  /// What check_dependencies() found on this copy since it was opened.
+  const dependency_counts& dependency_stats() const noexcept { return deps_check_.counts(); }
+
+  /// What a batch starting at `at` depends on (replication_batch.hpp): the
+  /// last commit record before `at` and its Bloom timestamp, from memory
+  /// when `at` is after the journal's last commit, else from the journal
+  /// (at most 4,096 records back). nullopt when `at` is outside
+  /// [truncation LSN, log_end()] or the commit is folded or too far back.
+  std::optional<batch_dependency> dependency_at(lsn at);
+
   /// Catch-up: the records with from <= LSN < log_end(), at most
-  /// `max_records` of them, as one batch (empty when from == log_end()).
+  /// `max_records` of them, as one batch (empty when from == log_end()),
+  /// with the dependency at `from`.
   /// errc::not_found when `from` is below the log's truncation point (they
   /// are folded into the checkpoint: the replica needs a full copy);
   /// errc::invalid_argument when `from` is beyond log_end().
@@ -571,8 +597,16 @@ private:
   };
   // After the staged batch was appended at LSNs from `first` on: routes the
   // update LSNs, applies the commits, clears the stage (kept for
-  // take_flushed() when options.keep_flushed).
-  void apply_appended(lsn first);
+  // take_flushed() when options.keep_flushed, with `deps`).
+  void apply_appended(lsn first, std::optional<batch_dependency> deps);
+  // `records` were appended at LSNs from `first` on: the dependency at the
+  // journal's end moves past their commits.
+  void note_appended(lsn first, const std::vector<journal_record>& records);
+  // The last commit before `at` found in the journal, scanning back at most
+  // `limit` records (see dependency_at); `unreadable` is set when a record
+  // or a timestamp could not be read (else nullopt means none was found).
+  std::optional<batch_dependency> scan_dependency(lsn at, std::uint64_t limit,
+                                                  bool* unreadable = nullptr);
   // The same for one appended batch.
   void apply_batch(const appended_batch& b);
   // Applies the waiting batches (unsynced_) that end at or below `upto`.
@@ -591,7 +625,11 @@ private:
   std::uint64_t recovered_until_us_ = 0;
   std::optional<object_cache> cache_;
   std::optional<bloom_clock> bloom_;
-  std::uint64_t commits_ = 0;
+  // The dependency at log_end(): the journal's last commit and its Bloom
+  // timestamp (commit_at 0 when the log holds no commit); this copy's B_z
+  // in check_dependencies().
+  std::optional<batch_dependency> end_dep_;
+  dependency_check deps_check_;
   std::uint64_t clock_ = 0;
   std::map<tx_id, prepared_tx> prepared_;
   std::multiset<std::uint64_t> prepare_times_;

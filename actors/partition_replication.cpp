@@ -205,6 +205,7 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
     // Where the copy is is not known yet: an empty probe at the end of
     // this journal, which it answers with its own end (or a divergence).
     b.first = core.log_end();
+    b.deps = core.dependency_at(b.first);
     prev = last_tx_;
     prev_known = last_tx_known_;
     if (!prev_known) {
@@ -222,6 +223,8 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
       for (const auto& r : recent_) {
         if (r.end() <= from)
           continue;
+        if (b.records.empty() && r.deps) // the batch that holds `from`
+          b.deps = dependency_within(*r.deps, r.first, r.records, from);
         for (lsn at = std::max(from, r.first); at < r.end(); ++at) {
           if (b.records.size() >= max_records_per_send)
             break;
@@ -241,6 +244,8 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
       }
       b = std::move(*got);
     }
+    if (!b.deps)
+      b.deps = core.dependency_at(from);
     if (auto t = core.tx_at(from - 1); t) {
       prev = *t;
       prev_known = true;
@@ -687,6 +692,21 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
           become_primary(self, *core);
           return;
         }
+        // The copy that sent it checked the record before it (r_fetch's
+        // prefix check); the Bloom clock checks the commits before that
+        // (docs/REPLICATION.md, "Dependency check").
+        switch (core->check_dependencies(*b, {})) {
+          case dependency_verdict::apply:
+            break;
+          case dependency_verdict::gap:
+            promote_round_ = 0; // retried by the tick
+            return;
+          case dependency_verdict::diverged:
+            report_stale(self, *core,
+                         "its Bloom clock lacks commits that the copy it catches up from "
+                         "has before the same record");
+            return;
+        }
         if (auto end = core->apply_replicated(*b); !end) {
           log(log_level::error, "partition ", core->index(), ": catch-up failed: ",
               end.err().to_string());
@@ -820,11 +840,20 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
             b.err().to_string());
         return answer(end, repl_status::refused);
       }
-      if (b->first > end)
-        return answer(end, repl_status::gap);
-      if (!prefix_matches(*c, b->first, prev_o, prev_s)
-          || (b->empty() && b->first < end))
-        return answer(end, repl_status::diverged); // the primary sends a full copy
+      // Everything the batch depends on here? The Bloom clock first, the
+      // exact checks (position, prefix) only when it cannot decide
+      // (docs/REPLICATION.md, "Dependency check").
+      switch (c->check_dependencies(
+        *b, [&] { return prefix_matches(*c, b->first, prev_o, prev_s); })) {
+        case dependency_verdict::gap:
+          return answer(end, repl_status::gap);
+        case dependency_verdict::diverged:
+          return answer(end, repl_status::diverged); // the primary sends a full copy
+        case dependency_verdict::apply:
+          break;
+      }
+      if (b->empty() && b->first < end)
+        return answer(end, repl_status::diverged); // this copy holds more than the primary
       auto applied = c->apply_replicated(*b);
       if (!applied) {
         report_stale(self, *c, applied.err().to_string());

@@ -23,7 +23,60 @@ error corrupt(const std::string& why) {
   return make_error(errc::corrupt, "replication batch: " + why);
 }
 
+// Version 1: no dependency after the records.
+constexpr std::uint8_t batch_version_without_deps = 1;
+
+void put_u64(std::string& out, std::uint64_t v) {
+  char b[8];
+  put_be64(b, v);
+  out.append(b, 8);
+}
+
+// The dependency section of version 2 (after the records); `in` is what
+// is left of the payload, consumed.
+expected<std::optional<batch_dependency>> decode_deps(std::string_view& in) {
+  if (in.empty())
+    return corrupt("truncated dependency");
+  const auto flag = static_cast<unsigned char>(in[0]);
+  in.remove_prefix(1);
+  if (flag == 0)
+    return std::optional<batch_dependency>{};
+  if (flag != 1)
+    return corrupt("bad dependency flag " + std::to_string(flag));
+  if (in.size() < 28)
+    return corrupt("truncated dependency");
+  const lsn at = get_be64(in.data());
+  const tx_id tx{get_be64(in.data() + 8), get_be64(in.data() + 16)};
+  const std::uint32_t len = get_be32(in.data() + 24);
+  in.remove_prefix(28);
+  if (len > in.size())
+    return corrupt("truncated dependency clock");
+  auto clock = bloom_clock::decode(in.substr(0, len));
+  if (!clock)
+    return corrupt("dependency clock: " + clock.err().message());
+  in.remove_prefix(len);
+  return std::optional<batch_dependency>{batch_dependency{std::move(*clock), at, tx}};
+}
+
 } // namespace
+
+std::optional<batch_dependency> dependency_within(const batch_dependency& base, lsn first,
+                                                  const std::vector<journal_record>& records,
+                                                  lsn at) {
+  if (at < first || at - first > records.size())
+    return std::nullopt;
+  // The last commit with a timestamp below `at` decides; none: `base`.
+  for (lsn i = at - first; i-- > 0;) {
+    const auto* c = std::get_if<commit_record>(&records[i]);
+    if (!c || c->bloom_timestamp.empty())
+      continue;
+    auto clock = bloom_clock::decode(c->bloom_timestamp);
+    if (!clock)
+      return std::nullopt;
+    return batch_dependency{std::move(*clock), first + i, c->tx};
+  }
+  return base;
+}
 
 std::string encode_batch(const replication_batch& b) {
   std::string payload(8, '\0');
@@ -35,13 +88,29 @@ std::string encode_batch(const replication_batch& b) {
     put_be32(payload, static_cast<std::uint32_t>(rec.size()));
     payload += rec;
   }
+  if (!b.deps) {
+    payload.push_back('\0');
+  } else {
+    payload.push_back('\1');
+    put_u64(payload, b.deps->commit_at);
+    put_u64(payload, b.deps->commit_tx.origin);
+    put_u64(payload, b.deps->commit_tx.seq);
+    const auto clock = b.deps->clock.encode();
+    put_be32(payload, static_cast<std::uint32_t>(clock.size()));
+    payload += clock;
+  }
   std::string out;
   append_frame(out, replication_batch_version, payload);
   return out;
 }
 
 expected<replication_batch> decode_batch(std::string_view bytes) {
-  auto payload = open_frame(bytes, replication_batch_version, "replication batch");
+  // Version 1 (no dependency) is read as well.
+  const std::uint8_t version =
+    !bytes.empty() && static_cast<std::uint8_t>(bytes[0]) == batch_version_without_deps
+      ? batch_version_without_deps
+      : replication_batch_version;
+  auto payload = open_frame(bytes, version, "replication batch");
   if (!payload)
     return payload.err();
   std::string_view in = *payload;
@@ -69,6 +138,12 @@ expected<replication_batch> decode_batch(std::string_view bytes) {
       return corrupt("record " + std::to_string(i) + ": " + r.err().message());
     out.records.push_back(std::move(*r));
     in.remove_prefix(len);
+  }
+  if (version != batch_version_without_deps) {
+    auto deps = decode_deps(in);
+    if (!deps)
+      return deps.err();
+    out.deps = std::move(*deps);
   }
   if (!in.empty())
     return corrupt(std::to_string(in.size()) + " trailing bytes");

@@ -47,6 +47,10 @@ const std::vector<experiment>& registry() {
        "Bloom clock: the scheduling model's variants vs the paper (why "
        "precision is lower)",
        run_bloom_model},
+      {"bloom-replication",
+       "Bloom clock in the replicas' dependency check: 3 tallyd nodes (n_val 3), "
+       "kill -9 and catch-up; counts vs Eqs. 2, 3, 7",
+       run_bloom_replication},
   };
   return all;
 }

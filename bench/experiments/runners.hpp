@@ -31,4 +31,8 @@ status run_bloom_model(const options& opts);   // scheduling-model sensitivity
 status run_bloom_figure5(const options& opts); // Fig. 5 (section 7.2)
 status run_bloom_broadcast(const options& opts); // broadcast (section 7.2)
 
+// Bloom clock paper (seed 002), Prop. 1 and Eqs. 2, 3, 7, in Tally's replicas
+// on real tallyd nodes: replication_experiments.cpp.
+status run_bloom_replication(const options& opts);
+
 } // namespace tally::experiments

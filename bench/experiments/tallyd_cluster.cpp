@@ -213,17 +213,41 @@ std::string tallyd_cluster::log_tail(std::size_t i, std::size_t bytes) const {
   return text.size() <= bytes ? text : text.substr(text.size() - bytes);
 }
 
-status tallyd_cluster::spawn(std::size_t i) {
+status tallyd_cluster::restart(std::size_t i, std::chrono::milliseconds limit) {
+  if (nodes_.at(i).pid > 0)
+    return make_error(errc::invalid_argument, "node " + std::to_string(i) + " is running");
+  if (auto st = spawn(i, false); !st)
+    return st;
+  return wait_accepting(i, steady::now() + limit);
+}
+
+status tallyd_cluster::settle(std::chrono::milliseconds limit) {
+  return wait_settled(steady::now() + limit);
+}
+
+std::string tallyd_cluster::status_text(std::size_t i) const {
+  client_options o;
+  o.admin_socket = nodes_.at(i).dir + "/admin.sock";
+  auto c = client::connect(o);
+  auto text = c ? c->admin("status", {}) : expected<std::string>{c.err()};
+  return text ? *text : text.err().to_string();
+}
+
+status tallyd_cluster::spawn(std::size_t i, bool first) {
   node& n = nodes_[i];
   std::vector<std::string> args{spec_.tallyd,
                                 "--data-dir", n.dir,
                                 "--port", std::to_string(n.port),
-                                "--cluster-port", std::to_string(n.cluster_port),
                                 "--partitions", std::to_string(spec_.partitions),
                                 "--n-val", std::to_string(spec_.n_val),
                                 "--durability", spec_.durability,
                                 "--log-level", "warn"};
-  if (i > 0) {
+  // A data dir keeps its node id and cluster port: a restart names neither.
+  if (first) {
+    args.push_back("--cluster-port");
+    args.push_back(std::to_string(n.cluster_port));
+  }
+  if (i > 0 && first) {
     args.push_back("--join");
     args.push_back("127.0.0.1:" + std::to_string(nodes_[0].cluster_port));
   }

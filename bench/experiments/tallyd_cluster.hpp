@@ -78,6 +78,21 @@ public:
   /// SIGKILL to node i (a crash: nothing flushed), then reaps it.
   void kill(std::size_t i);
 
+  /// Starts node i again on its data dir and ports (it finds its cluster
+  /// from its ring, no --join) and waits until it accepts connections
+  /// (within `limit`). errc::unavailable with its log tail when it exits
+  /// or does not accept in time.
+  status restart(std::size_t i, std::chrono::milliseconds limit = std::chrono::milliseconds{30'000});
+
+  /// Waits until the cluster has settled again as start() does (every
+  /// member up and serving what it owns, n_val current copies of every
+  /// partition), within `limit`.
+  status settle(std::chrono::milliseconds limit);
+
+  /// Node i's answer to the admin command "status" (`tally cluster
+  /// status`), or the error as text.
+  std::string status_text(std::size_t i) const;
+
   /// The last `bytes` of node i's log, for error messages.
   std::string log_tail(std::size_t i, std::size_t bytes = 600) const;
 
@@ -91,7 +106,8 @@ private:
   };
   tallyd_cluster() = default;
 
-  status spawn(std::size_t i);
+  // `first`: the node's first start (a joiner joins node 0).
+  status spawn(std::size_t i, bool first = true);
   status wait_accepting(std::size_t i, std::chrono::steady_clock::time_point deadline);
   status wait_settled(std::chrono::steady_clock::time_point deadline);
   status wait_writable(std::chrono::steady_clock::time_point deadline);

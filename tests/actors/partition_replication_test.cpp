@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -59,10 +60,31 @@ std::int64_t value_at(partition_core& c, int k, std::uint64_t t) {
   return std::get<std::int64_t>(*v);
 }
 
+// The exact prefix check of partition_replication (r_append): the record
+// at `first - 1` of `r` is `p`'s.
+std::function<bool()> prefix_of(partition_core& r, partition_core& p, lsn first) {
+  return [&r, &p, first] {
+    if (first <= 1)
+      return true;
+    auto mine = r.tx_at(first - 1);
+    auto theirs = p.tx_at(first - 1);
+    return mine && theirs && *mine == *theirs;
+  };
+}
+
+// `r` checks `b`'s dependencies as a replica does (docs/REPLICATION.md,
+// "Dependency check") and must find them applied.
+void require_dependencies(partition_core& r, partition_core& p, const replication_batch& b) {
+  auto v = r.check_dependencies(b, prefix_of(r, p, b.first));
+  BOOST_REQUIRE_MESSAGE(v == dependency_verdict::apply,
+                        "dependency check of the batch at " << b.first << ": " << to_string(v));
+}
+
 // Ships every batch the primary flushed to `r`; true when all applied.
 void ship(partition_core& primary_core, std::vector<partition_core*> to) {
   for (auto& b : primary_core.take_flushed())
     for (auto* r : to) {
+      require_dependencies(*r, primary_core, b);
       auto end = r->apply_replicated(b);
       BOOST_REQUIRE_MESSAGE(end, (end ? "" : end.err().to_string()));
       BOOST_TEST(*end == b.end());
@@ -74,6 +96,8 @@ void catch_up(partition_core& from, partition_core& r) {
   while (r.log_end() < from.log_end()) {
     auto b = from.records_from(r.log_end(), 3);
     BOOST_REQUIRE_MESSAGE(b, (b ? "" : b.err().to_string()));
+    BOOST_REQUIRE(b->deps.has_value()); // catch-up carries the Bloom timestamp
+    require_dependencies(r, from, *b);
     auto end = r.apply_replicated(*b);
     BOOST_REQUIRE_MESSAGE(end, (end ? "" : end.err().to_string()));
   }
@@ -94,6 +118,7 @@ BOOST_AUTO_TEST_CASE(replicas_fed_every_batch_hold_the_primarys_journal_and_valu
   std::uint64_t seq = 0;
   // Committed and flushed (retried below), and committed not yet flushed.
   std::vector<std::pair<tx_id, std::vector<tx_update>>> sent, unflushed;
+  std::uint64_t gaps = 0;
   for (std::uint64_t t = 1; t <= 300; ++t) {
     now += 10;
     const tx_id tx{t, 9};
@@ -139,12 +164,21 @@ BOOST_AUTO_TEST_CASE(replicas_fed_every_batch_hold_the_primarys_journal_and_valu
       unflushed.clear();
       auto batches = p->take_flushed();
       for (const auto& bt : batches) {
+        BOOST_REQUIRE(bt.deps.has_value()); // every batch carries its Bloom timestamp
+        require_dependencies(*a, *p, bt);
         auto end = a->apply_replicated(bt);
         BOOST_REQUIRE_MESSAGE(end, (end ? "" : end.err().to_string()));
         if (rng() % 4 != 0) { // b misses about one batch in four
+          // The dependency check refuses exactly the batches after a gap,
+          // Bloom clock first (docs/REPLICATION.md, "Dependency check").
+          const bool behind = bt.first > b->log_end();
+          auto v = b->check_dependencies(bt, prefix_of(*b, *p, bt.first));
+          BOOST_TEST((v == (behind ? dependency_verdict::gap : dependency_verdict::apply)));
           auto e = b->apply_replicated(bt);
+          BOOST_TEST(!e == behind);
           if (!e) {
             BOOST_TEST((e.err().code() == errc::invalid_argument));
+            ++gaps;
             catch_up(*p, *b);
           }
         }
@@ -175,6 +209,21 @@ BOOST_AUTO_TEST_CASE(replicas_fed_every_batch_hold_the_primarys_journal_and_valu
   BOOST_TEST(a->prepared_count() == 0u);
   BOOST_TEST(b->prepared_count() == 0u);
   BOOST_TEST(a->clock() >= p->clock() - 1000);
+  // The dependency checks: `a`, fed in order, confirmed every one; `b`
+  // refused each gap, by its Bloom clock alone when a commit was missing
+  // (one history: a missing commit is always seen, no false positive of
+  // that kind), else by the exact check (only records that tick no clock
+  // missing: a two-phase prepare's batch).
+  const auto& ca = a->dependency_stats();
+  const auto& cb = b->dependency_stats();
+  BOOST_TEST(ca.checks == ca.confirmed);
+  BOOST_TEST(ca.negatives == 0u);
+  BOOST_TEST(cb.negatives + cb.false_positives == gaps);
+  BOOST_TEST(cb.saved == cb.negatives);
+  BOOST_TEST(cb.fp_commit_missing == 0u);
+  BOOST_TEST(cb.contradicted == 0u);
+  BOOST_TEST(cb.unchecked == 0u);
+  BOOST_TEST_MESSAGE("replica b: " << gaps << " gaps; " << describe(cb));
 }
 
 BOOST_AUTO_TEST_CASE(a_replica_takes_over_with_exactly_once_and_undecided_state) {
@@ -308,6 +357,147 @@ BOOST_AUTO_TEST_CASE(records_folded_into_a_checkpoint_need_a_full_copy_unless_ke
   auto gone = p->records_from(1, 100);
   BOOST_REQUIRE(!gone);
   BOOST_TEST((gone.err().code() == errc::not_found));
+}
+
+// ---- the dependency check (docs/REPLICATION.md, "Dependency check") ------
+
+namespace {
+
+// One-step commits of `n` transactions t0 + 1 .. t0 + n, each flushed as its
+// own batch.
+void commit_each(partition_core& p, std::uint64_t t0, std::uint64_t n) {
+  for (std::uint64_t t = t0 + 1; t <= t0 + n; ++t) {
+    auto out = p.stage_prepare({t, 1}, {inc(0, 1)}, 0, false);
+    BOOST_REQUIRE(out);
+    BOOST_REQUIRE(p.stage_commit({t, 1}, out->prepare_time));
+    BOOST_REQUIRE(p.flush());
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_replica_missing_a_batch_is_refused_by_its_bloom_clock_alone) {
+  auto p = open("primary", true);
+  auto r = open("r", false);
+  commit_each(*p, 0, 3);
+  auto batches = p->take_flushed();
+  BOOST_REQUIRE(batches.size() == 3u);
+  // Each batch depends on the commit before it: the first on none (the
+  // zero clock), the next on the commit of the one before.
+  BOOST_REQUIRE(batches[0].deps && batches[1].deps && batches[2].deps);
+  BOOST_TEST(batches[0].deps->commit_at == 0u);
+  BOOST_TEST(batches[0].deps->clock.sum() == 0u);
+  BOOST_TEST(batches[1].deps->commit_at == batches[0].end() - 1);
+  BOOST_TEST(batches[1].deps->commit_tx == (tx_id{1, 1}));
+  require_dependencies(*r, *p, batches[0]);
+  BOOST_REQUIRE(r->apply_replicated(batches[0]));
+  // The second batch is lost: the third is refused as a gap on the Bloom
+  // clock alone, the exact prefix check never asked.
+  int asked = 0;
+  auto v = r->check_dependencies(batches[2], [&] {
+    ++asked;
+    return true;
+  });
+  BOOST_TEST(to_string(v) == std::string{"gap"});
+  BOOST_TEST(asked == 0);
+  const auto& c = r->dependency_stats();
+  BOOST_TEST(c.negatives == 1u);
+  BOOST_TEST(c.saved == 1u);
+  BOOST_TEST(c.confirmed == 1u);
+  BOOST_TEST(c.false_positives == 0u);
+  // The primary sends what it misses from its journal, with the
+  // dependency at that LSN: confirmed and applied; the third is then a
+  // resend, confirmed too.
+  catch_up(*p, *r);
+  require_dependencies(*r, *p, batches[2]);
+  BOOST_TEST(r->log_end() == p->log_end());
+  BOOST_TEST(value_at(*r, 0, p->safe_time()) == 3);
+  BOOST_TEST(r->dependency_stats().contradicted == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_missed_prepare_batch_is_a_false_positive_the_exact_check_catches) {
+  auto p = open("primary", true);
+  auto r = open("r", false);
+  commit_each(*p, 0, 1);
+  ship(*p, {r.get()});
+  // A two-phase transaction: its prepare's batch (updates and prepare, no
+  // commit: no Bloom clock tick) is lost, its commit's batch arrives.
+  auto out = p->stage_prepare({7, 1}, {inc(1, 5)}, 0, true);
+  BOOST_REQUIRE(out);
+  BOOST_REQUIRE(p->flush());
+  BOOST_REQUIRE(p->stage_commit({7, 1}, out->prepare_time + 1));
+  BOOST_REQUIRE(p->flush());
+  auto batches = p->take_flushed();
+  BOOST_REQUIRE(batches.size() == 2u);
+  // Both depend on the same commit, which the replica has: the clocks are
+  // equal, the Bloom test positive, and only the exact check (the LSN
+  // position) sees the gap.
+  BOOST_TEST(batches[1].deps->clock == batches[0].deps->clock);
+  auto v = r->check_dependencies(batches[1], prefix_of(*r, *p, batches[1].first));
+  BOOST_TEST(to_string(v) == std::string{"gap"});
+  const auto& c = r->dependency_stats();
+  BOOST_TEST(c.false_positives == 1u);
+  BOOST_TEST(c.fp_commit_missing == 0u); // the commit before it is here
+  BOOST_TEST(c.negatives == 0u);
+  catch_up(*p, *r);
+  BOOST_TEST(value_at(*r, 1, p->safe_time()) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_that_diverged_is_found_by_its_bloom_clock) {
+  auto p = open("primary", true);
+  auto r = open("r", false);
+  commit_each(*p, 0, 1);
+  ship(*p, {r.get()});
+  // r led for a moment (an old primary) and wrote a commit nobody else has;
+  // p, the new primary, committed two others at the same LSNs and on.
+  BOOST_REQUIRE(r->stage_prepare({50, 2}, {inc(2, 9)}, 0, false));
+  BOOST_REQUIRE(r->stage_commit({50, 2}, now + 5));
+  BOOST_REQUIRE(r->flush());
+  commit_each(*p, 1, 2);
+  p->take_flushed();
+  BOOST_TEST(r->log_end() == 5u);
+  BOOST_TEST(p->log_end() == 7u);
+  // Sent from r's end: the positions are there, but r's Bloom clock does
+  // not dominate the commits p has before them: diverged (the primary then
+  // sends a full copy). The prefix check audits it: the record before is
+  // not the primary's either.
+  auto from_r_end = p->records_from(r->log_end(), 10);
+  BOOST_REQUIRE(from_r_end);
+  auto v = r->check_dependencies(*from_r_end, prefix_of(*r, *p, from_r_end->first));
+  BOOST_TEST(to_string(v) == std::string{"diverged"});
+  const auto& c = r->dependency_stats();
+  BOOST_TEST(c.negatives_diverged == 1u);
+  BOOST_TEST(c.contradicted == 0u);
+  // From beyond its end: a gap, on the Bloom clock alone.
+  auto beyond = p->records_from(6, 10);
+  BOOST_REQUIRE(beyond);
+  BOOST_TEST(to_string(r->check_dependencies(*beyond, prefix_of(*r, *p, 6))) == std::string{"gap"});
+  BOOST_TEST(r->dependency_stats().saved == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(reopened_copies_keep_their_dependency_at_the_journals_end) {
+  auto p = open("primary", true);
+  auto r = open("r", false);
+  commit_each(*p, 0, 2);
+  ship(*p, {r.get()});
+  // Both restart: each finds its journal's last commit again.
+  p.reset();
+  r.reset();
+  p = open("primary", true);
+  r = open("r", false);
+  auto probe = p->dependency_at(p->log_end());
+  BOOST_REQUIRE(probe);
+  BOOST_TEST(probe->commit_tx == (tx_id{2, 1}));
+  commit_each(*p, 2, 2);
+  ship(*p, {r.get()});
+  BOOST_TEST(r->dependency_stats().confirmed == 2u);
+  BOOST_TEST(r->dependency_stats().negatives == 0u);
+  // The dependency at an LSN inside the journal, found by scanning back.
+  auto mid = p->dependency_at(3);
+  BOOST_REQUIRE(mid);
+  BOOST_TEST(mid->commit_at == 2u);
+  BOOST_TEST(mid->commit_tx == (tx_id{1, 1}));
+  BOOST_TEST(!p->dependency_at(p->log_end() + 1));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
