@@ -99,6 +99,21 @@ struct key_fold {
   lsn last_commit = 0;
 };
 
+// The checkpoint entry of the encoded key `enc`, or the bottom object of
+// `type` (at the empty clock, base LSN 0) when the store has none yet.
+expected<checkpoint_entry> entry_or_bottom(storage_txn& txn, std::string_view enc,
+                                           crdt_type type) {
+  auto raw = txn.get(store_db::checkpoint, enc);
+  if (!raw)
+    return raw.err();
+  if (raw->has_value())
+    return decode_checkpoint_entry(**raw);
+  auto bottom = crdt_object::make(type);
+  if (!bottom)
+    return bottom.err();
+  return checkpoint_entry{object_version{std::move(*bottom), vector_clock{}}, 0};
+}
+
 } // namespace
 
 expected<checkpoint_report>
@@ -250,27 +265,15 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
   //    transaction (journal::apply_checkpoint).
   auto writes = [&](storage_txn& txn) -> status {
     for (auto& [enc, f] : folds) {
-      auto raw = txn.get(store_db::checkpoint, enc);
-      if (!raw)
-        return raw.err();
-      std::optional<object_version> base;
-      lsn base_commit = 0;
-      if (raw->has_value()) {
-        auto entry = decode_checkpoint_entry(**raw);
-        if (!entry)
-          return entry.err();
-        base = std::move(entry->version);
-        base_commit = entry->base_commit_lsn;
-      } else {
-        auto bottom = crdt_object::make(f.type);
-        if (!bottom)
-          return bottom.err();
-        base = object_version{std::move(*bottom), vector_clock{}};
-      }
+      auto found = entry_or_bottom(txn, enc, f.type);
+      if (!found)
+        return found.err();
+      auto base = std::move(found->version);
+      const lsn base_commit = found->base_commit_lsn;
       // The cache's commit order, so a checkpoint and a cache replay apply
       // the same effects in the same order (cache/object_entry.hpp).
       std::sort(f.effects.begin(), f.effects.end(), effect_order_less);
-      auto object = materialize_stable(*base, f.effects, cp_time);
+      auto object = materialize_stable(base, f.effects, cp_time);
       if (!object) {
         auto key = decode_object_key(enc);
         return make_error(object.err().code(),
@@ -343,27 +346,15 @@ status checkpoint_store::fold_late(
     f.last_commit = std::max(f.last_commit, e.commit_position);
   }
   for (auto& [enc, f] : folds) {
-    auto raw = txn.get(store_db::checkpoint, enc);
-    if (!raw)
-      return raw.err();
-    std::optional<object_version> base;
-    lsn base_commit = 0;
-    if (raw->has_value()) {
-      auto entry = decode_checkpoint_entry(**raw);
-      if (!entry)
-        return entry.err();
-      base = std::move(entry->version);
-      base_commit = entry->base_commit_lsn;
-    } else {
-      auto bottom = crdt_object::make(f.type);
-      if (!bottom)
-        return bottom.err();
-      base = object_version{std::move(*bottom), vector_clock{}};
-    }
+    auto found = entry_or_bottom(txn, enc, f.type);
+    if (!found)
+      return found.err();
+    auto base = std::move(found->version);
+    const lsn base_commit = found->base_commit_lsn;
     // Every other commit <= C of the key is in the entry already (entries
     // hold exactly the commits <= the checkpoint time, whatever time they
     // were last written at); this one joins them, and the entry is at C.
-    crdt_object object = base->object;
+    crdt_object object = base.object;
     std::sort(f.effects.begin(), f.effects.end(), effect_order_less);
     for (const auto& e : f.effects)
       if (auto st = object.apply(e.effect); !st)
