@@ -7,11 +7,13 @@
 #include <string>
 
 #include "actors/partition_core.hpp"
+#include "tests/actors/partition_core_support.hpp"
 #include <lmdb.h>
 
 #include "journal/fault_env.hpp"
 
 using namespace tally;
+using namespace tally::test;
 
 namespace {
 
@@ -58,28 +60,6 @@ struct fixture {
     return open_with(std::move(o));
   }
 };
-
-object_key key(const char* k) { return {"b", k}; }
-
-tx_update inc(const char* k, std::int64_t d, std::optional<op_id> id = {}) {
-  return tx_update{key(k), crdt_type::counter, counter_effect{d}, id};
-}
-
-std::int64_t value_at(partition_core& c, const char* k, std::uint64_t t) {
-  auto v = c.read(key(k), crdt_type::counter, vector_clock{{local_dc, t}}, {});
-  BOOST_REQUIRE_MESSAGE(v, (v ? "" : v.err().to_string()));
-  return std::get<std::int64_t>(*v);
-}
-
-// A one-step commit, as the actor runs it; returns the commit time.
-std::uint64_t commit1(partition_core& c, tx_id tx,
-                      std::vector<tx_update> ups, std::uint64_t snap = 0) {
-  auto p = c.stage_prepare(tx, std::move(ups), snap, false);
-  BOOST_REQUIRE(p);
-  BOOST_REQUIRE(c.stage_commit(tx, p->prepare_time));
-  BOOST_REQUIRE(c.flush());
-  return p->prepare_time;
-}
 
 } // namespace
 

@@ -12,9 +12,11 @@
 #include <random>
 
 #include "actors/partition_core.hpp"
+#include "tests/actors/partition_core_support.hpp"
 #include "journal/background_syncer.hpp"
 
 using namespace tally;
+using namespace tally::test;
 
 namespace {
 
@@ -51,27 +53,6 @@ struct fixture {
     return f.get();
   }
 };
-
-object_key key(const char* k) { return {"b", k}; }
-
-tx_update inc(const char* k, std::int64_t d, std::optional<op_id> id = {}) {
-  return tx_update{key(k), crdt_type::counter, counter_effect{d}, id};
-}
-
-std::int64_t value_at(partition_core& c, const char* k, std::uint64_t t) {
-  auto v = c.read(key(k), crdt_type::counter, vector_clock{{local_dc, t}}, {});
-  BOOST_REQUIRE_MESSAGE(v, (v ? "" : v.err().to_string()));
-  return std::get<std::int64_t>(*v);
-}
-
-// A one-step commit, flushed; returns its commit time.
-std::uint64_t commit1(partition_core& c, tx_id tx, std::vector<tx_update> ups) {
-  auto p = c.stage_prepare(tx, std::move(ups), 0, false);
-  BOOST_REQUIRE(p);
-  BOOST_REQUIRE(c.stage_commit(tx, p->prepare_time));
-  BOOST_REQUIRE(c.flush());
-  return p->prepare_time;
-}
 
 } // namespace
 
