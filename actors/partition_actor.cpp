@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -117,6 +118,8 @@ struct partition_state {
   std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
   partition_timers timers;
   std::uint64_t ticks = 0;
+  // When this copy last warned that it holds the node's stable time back.
+  std::chrono::steady_clock::time_point held_warned{};
   // Durability periodic: when the journal was last synced.
   std::chrono::steady_clock::time_point last_sync = std::chrono::steady_clock::now();
   // This copy's role among the partition's copies (docs/REPLICATION.md).
@@ -659,11 +662,39 @@ std::optional<error> parked_reads_full(partition_self self) {
                       + " reads waiting for their snapshot; retry later");
 }
 
+// A copy whose board slot stays far below the clock holds back the stable
+// time of its whole node (clients without a clock read old snapshots there,
+// then "snapshot too old"): it says so, with what holds it, every 10 s.
+void warn_if_holding(partition_self self) {
+  auto& st = self->state;
+  constexpr std::uint64_t held_limit_us = 10'000'000;
+  const std::uint64_t prepared = st.core->blocked_from();
+  const std::uint64_t visible = st.repl.visible_below();
+  const std::uint64_t held = std::min(prepared, visible);
+  const auto now = std::chrono::steady_clock::now();
+  if (held == UINT64_MAX || held + held_limit_us > wall_clock_us()
+      || now - st.held_warned < std::chrono::seconds{10})
+    return;
+  st.held_warned = now;
+  std::ostringstream why;
+  if (prepared == held) {
+    why << "transaction(s) prepared and undecided here:";
+    for (const auto& u : st.core->prepared_before(held + 1))
+      why << " " << u.tx << " at " << u.prepare_time;
+  } else {
+    why << "commits not yet on a write quorum of copies";
+  }
+  log(log_level::warn, "partition ", st.index, ": holds this node's stable time at ", held,
+      " (", (wall_clock_us() - held) / 1000000, " s ago): ", why.str(), " (",
+      st.repl.describe(), ")");
+}
+
 void on_tick(partition_self self) {
   auto& st = self->state;
   if (!st.core)
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
+  warn_if_holding(self);
   expire_reads(self);
   sync_if_due(self, std::max(st.timers.sync_interval - st.timers.tick(),
                              std::chrono::milliseconds{0}));
@@ -743,6 +774,14 @@ caf::behavior partition_fn(partition_self self,
   if (replicated)
     self->state.repl.start_following();
   self->state.repl.on_reopen([self](const std::string& dir) { return take_full_copy(self, dir); });
+  // A replica's prepared set changes with the batches it applies: its slot
+  // follows (before this, a copy that had led kept the slot it last
+  // published as primary, a prepare time from the moment of a fault, and
+  // pinned its node's stable time for good: docs/RELIABILITY.md, finding 2).
+  self->state.repl.on_replicated([self] {
+    if (self->state.core)
+      publish(self);
+  });
   self->state.repl.on_visible([self] {
     if (!self->state.core)
       return;
@@ -756,6 +795,10 @@ caf::behavior partition_fn(partition_self self,
   schedule_tick(self);
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
+    // The slot is this node's copy of the partition, which may have a
+    // successor already (a stale copy replaced by an empty one): what this
+    // actor does from here on is no longer published.
+    st.slot.reset();
     if (st.core && st.core->has_staged())
       flush_now(self);
     // Durability periodic: what was acknowledged is synced now; batch: the

@@ -408,8 +408,30 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
       log(log_level::info, "partition ", core->index(), ": replica of ", primary_);
     return;
   }
-  // Primary: a copy that already leads only takes the new peer list; any
-  // other first catches up from the copies that answer.
+  // Primary: a copy that already leads only takes the new peer list,
+  // while it still sees enough copies for a write quorum; any other first
+  // catches up from the copies that answer.
+  std::size_t reachable = 0;
+  for (const auto& p : peers_)
+    reachable += p.handle ? 1 : 0;
+  if (before == copy_role::primary && reachable + 1 < w_) {
+    // It lost sight of the copies it needs: they may elect another primary
+    // and take writes meanwhile (a paused node, or one cut off). It leads
+    // again only through a take-over round under a new term, which brings
+    // it what they acknowledged, or finds its own tail stale. Leading on
+    // when they came back lost acknowledged writes (docs/RELIABILITY.md,
+    // "What the cluster runs found", finding 1).
+    stop_leading("partition " + std::to_string(index_)
+                 + ": the primary lost sight of its copies before the write reached "
+                 + std::to_string(w_) + " copies; its outcome is unknown: retry with the "
+                   "same op ids");
+    log(log_level::warn, "partition ", core->index(), ": sees ", reachable, " of the ",
+        peers_.size(), " other copies, fewer than a write quorum needs: stops leading until a "
+        "take-over round succeeds");
+    role_ = copy_role::promoting;
+    promote(self, *core);
+    return;
+  }
   if (before == copy_role::primary || before == copy_role::solo) {
     if (before == copy_role::solo)
       term_ = fence_.start_round(self_node_, wall_clock_us()); // no other copy to ask
@@ -599,7 +621,12 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           return;
         }
       }
-      become_primary(self, *c);
+    }
+    round_answers_.clear();
+    for (const auto& a : r->answers)
+      round_answers_.push_back({peers_[a.peer].node, a.end, a.last_o, a.last_s});
+    if (r->best == peers_.size()) {
+      become_primary(self, *c, true);
       return;
     }
     pull_from(self, r->best, r->best_end, epoch);
@@ -645,7 +672,7 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
     return;
   const lsn from = c->log_end();
   if (from >= target) {
-    become_primary(self, *c);
+    become_primary(self, *c, true);
     return;
   }
   std::optional<tx_id> prev;
@@ -684,10 +711,13 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
           return;
         }
         if (b->empty()) {
-          become_primary(self, *core);
+          become_primary(self, *core, true);
           return;
         }
-        if (auto end = core->apply_replicated(*b); !end) {
+        auto end = core->apply_replicated(*b);
+        if (on_replicated_)
+          on_replicated_();
+        if (!end) {
           log(log_level::error, "partition ", core->index(), ": catch-up failed: ",
               end.err().to_string());
           promote_round_ = 0;
@@ -701,7 +731,8 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
       });
 }
 
-void partition_replication::become_primary(caf::event_based_actor* self, partition_core& core) {
+void partition_replication::become_primary(caf::event_based_actor* self, partition_core& core,
+                                           bool after_round) {
   std::vector<node_id> nodes;
   for (const auto& p : peers_)
     nodes.push_back(p.node);
@@ -713,6 +744,44 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
   const bool was = role_ == copy_role::primary;
   progress_ = std::move(*prog);
   progress_->local_durable(core.log_end());
+  if (after_round) {
+    // What the round learnt: how far the copies that promised go (each a
+    // prefix of this journal, checked). The tail beyond the quorum point is
+    // on fewer than w copies (an old primary's last writes, answered
+    // "outcome unknown" or not at all): its commits stay invisible to reads
+    // until it is, as a primary's own fresh writes do, so that no read
+    // shows what a failover right now could take back.
+    for (const auto& a : round_answers_) {
+      if (a.end == 0 || a.end > core.log_end() || a.last_o == no_prev)
+        continue;
+      auto mine = core.tx_at(a.end - 1);
+      if (!mine)
+        continue; // folded here: cannot tell
+      const bool same = *mine ? ((*mine)->origin == a.last_o && (*mine)->seq == a.last_s)
+                              : (a.last_o == 0 && a.last_s == 0);
+      if (same)
+        progress_->acked(a.node, a.end);
+    }
+    const lsn q = progress_->quorum_end();
+    std::uint64_t first_commit = UINT64_MAX;
+    for (lsn at = std::max<lsn>(q, 1); at < core.log_end();) {
+      auto b = core.records_from(at, max_records_per_send);
+      if (!b || b->empty()) {
+        first_commit = 0; // cannot tell: nothing visible until replicated
+        break;
+      }
+      for (const auto& r : b->records)
+        if (auto* c = std::get_if<commit_record>(&r))
+          first_commit = std::min(first_commit, c->commit_time.get(local_dc));
+      at = b->end();
+    }
+    if (first_commit != UINT64_MAX && q < core.log_end()) {
+      unreplicated_.clear();
+      unreplicated_.emplace_back(core.log_end(), first_commit);
+      if (on_visible_)
+        on_visible_();
+    }
+  }
   role_ = copy_role::primary;
   core.keep_flushed(true);
   last_tx_known_ = false;
@@ -733,10 +802,16 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
   log(log_level::warn, "partition ", index_, ": steps down as primary (term ",
       term_.to_string(), "): a higher term was promised",
       (by.by.empty() ? std::string{} : " to " + by.by + " (term " + by.to_string() + ")"));
-  fail_held(make_error(errc::unavailable,
-                       "partition " + std::to_string(index_) + ": the primary stepped down "
-                         "before the write reached " + std::to_string(w_)
-                         + " copies; its outcome is unknown: retry with the same op ids"));
+  stop_leading("partition " + std::to_string(index_) + ": the primary stepped down "
+               "before the write reached " + std::to_string(w_)
+               + " copies; its outcome is unknown: retry with the same op ids");
+  role_ = copy_role::replica;
+  primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
+  stepped_down_at_ = std::chrono::steady_clock::now();
+}
+
+void partition_replication::stop_leading(const std::string& why) {
+  fail_held(make_error(errc::unavailable, why));
   if (!unreplicated_.empty()) {
     unreplicated_.clear();
     if (on_visible_)
@@ -751,9 +826,6 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
     core->keep_flushed(false);
     core->keep_log_from(0);
   }
-  role_ = copy_role::replica;
-  primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
-  stepped_down_at_ = std::chrono::steady_clock::now();
 }
 
 void partition_replication::report_stale(caf::event_based_actor* self, partition_core& core,
@@ -826,6 +898,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
           || (b->empty() && b->first < end))
         return answer(end, repl_status::diverged); // the primary sends a full copy
       auto applied = c->apply_replicated(*b);
+      if (on_replicated_)
+        on_replicated_();
       if (!applied) {
         report_stale(self, *c, applied.err().to_string());
         return answer(end, repl_status::diverged);
@@ -885,6 +959,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
             ": ", end.err().to_string());
         return {0, status(repl_status::refused)};
       }
+      if (on_replicated_)
+        on_replicated_();
       log(log_level::info, "partition ", index_, ": took a full copy from ", from,
           " (journal end ", *end, ")");
       return {*end, status(repl_status::applied)};

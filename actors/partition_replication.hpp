@@ -99,6 +99,11 @@ public:
   }
   /// Called when visible_below() rises (the partition retries its reads).
   void on_visible(std::function<void()> fn) { on_visible_ = std::move(fn); }
+  /// Called after batches from another copy changed the core (r_append, a
+  /// take-over's pull, a full copy): its prepared set, so its blocked_from(),
+  /// changed outside the partition's own writes (the partition publishes it
+  /// on the node's safe-time board).
+  void on_replicated(std::function<void()> fn) { on_replicated_ = std::move(fn); }
 
   /// How a replica takes a full copy received from its primary: the
   /// partition actor closes the core, puts the folder `copy_dir` in the
@@ -153,7 +158,15 @@ private:
   void promote(caf::event_based_actor* self, partition_core& core);
   void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
                  std::uint64_t epoch);
-  void become_primary(caf::event_based_actor* self, partition_core& core);
+  // Leads: after a take-over round (`after_round`: the journal ends the
+  // copies promised are known, `round_ends_`), or again with a new peer
+  // list (already primary, or n_val 1).
+  void become_primary(caf::event_based_actor* self, partition_core& core,
+                      bool after_round = false);
+  // No longer leads (stepped down, or lost sight of a write quorum of
+  // copies): held writes are answered "outcome unknown" with `why`, nothing
+  // is shipped any more.
+  void stop_leading(const std::string& why);
   // A higher term than this copy's own was promised here: it no longer
   // leads (its held writes' outcome is unknown) and follows `by`.
   void step_down(caf::event_based_actor* self, const copy_term& by);
@@ -175,6 +188,7 @@ private:
   // time in it), oldest first; non-decreasing in both.
   std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
   std::function<void()> on_visible_;
+  std::function<void()> on_replicated_;
   reopen_fn reopen_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
@@ -183,6 +197,14 @@ private:
   std::uint64_t epoch_ = 0; // bumped per configuration: late answers are dropped
   bool pump_scheduled_ = false;
   std::uint64_t promote_round_ = 0; // the epoch whose take-over round is out
+  // What the copies that promised the last successful round answered: the
+  // end of each one's journal and the transaction of its last record.
+  struct round_answer {
+    node_id node;
+    lsn end = 0;
+    std::uint64_t last_o = 0, last_s = 0;
+  };
+  std::vector<round_answer> round_answers_;
   std::uint32_t index_ = 0;
   copy_fence fence_;   // the terms this copy promised (replication/copy_fence.hpp)
   copy_term term_;     // the term it leads under (primary), or tries to (promoting)
