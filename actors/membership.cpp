@@ -239,7 +239,6 @@ struct membership_state {
   // are configured only once the view has settled).
   std::vector<caf::actor> copies;
   std::set<std::uint32_t> stale;
-  std::set<std::uint32_t> replaced;
   std::map<std::uint32_t, std::string> configured;
   // Copies this node re-creates after `cluster remove` of a node that held
   // one (docs/CLUSTER.md, "Removing a dead node"): they follow the primary
@@ -362,7 +361,7 @@ void replicated_routes(mem_self self) {
           const bool owned = st.local[p] && st.closed.count(p) == 0;
           v.handle = owned ? st.local[p] : st.copies[p];
           v.stale = st.stale.count(p) != 0;
-          v.filling = !owned && st.filling.count(p) != 0;
+          v.filling = st.filling.count(p) != 0;
         } else if (auto i = st.peers.find(node); i != st.peers.end() && i->second.up) {
           const auto& pe = i->second;
           const bool owned = p < pe.parts.size() && pe.parts[p];
@@ -371,7 +370,7 @@ void replicated_routes(mem_self self) {
           else if (p < pe.copies.size())
             v.handle = pe.copies[p];
           v.stale = pe.stale.count(p) != 0;
-          v.filling = !owned && pe.filling.count(p) != 0;
+          v.filling = pe.filling.count(p) != 0;
         }
         copies.push_back(std::move(v));
       }
@@ -630,15 +629,16 @@ void check_filling(mem_self self) {
     return;
   auto table = st.routes->load();
   for (auto p : std::vector<std::uint32_t>(st.filling.begin(), st.filling.end())) {
-    if (p >= st.copies.size() || !st.copies[p] || (st.local[p] && st.closed.count(p) == 0)) {
-      st.filling.erase(p); // no longer this node's filling copy
+    const bool owned = st.local[p] && st.closed.count(p) == 0;
+    if (!owned && (p >= st.copies.size() || !st.copies[p])) {
+      st.filling.erase(p); // no longer a copy on this node
       continue;
     }
     const auto& primary = (*table)[p];
     if (st.checking.count(p) != 0 || !primary.handle || primary.node == self_id(self))
       continue;
     st.checking.insert(p);
-    auto mine = st.copies[p];
+    auto mine = owned ? st.local[p] : st.copies[p];
     auto from = primary.node;
     self->request(primary.handle, st.cfg.request_timeout, r_end_atom::value)
       .then(
@@ -1243,7 +1243,7 @@ bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node) {
   if (node == self_id(self)) {
     const bool owned = st.local[p] && st.closed.count(p) == 0;
     const bool copy = p < st.copies.size() && st.copies[p];
-    return (owned || copy) && st.stale.count(p) == 0 && (owned || st.filling.count(p) == 0);
+    return (owned || copy) && st.stale.count(p) == 0 && st.filling.count(p) == 0;
   }
   auto i = st.peers.find(node);
   if (i == st.peers.end() || !i->second.up)
@@ -1251,7 +1251,7 @@ bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node) {
   const auto& pe = i->second;
   const bool owned = p < pe.parts.size() && pe.parts[p];
   const bool copy = p < pe.copies.size() && pe.copies[p];
-  return (owned || copy) && pe.stale.count(p) == 0 && (owned || pe.filling.count(p) == 0);
+  return (owned || copy) && pe.stale.count(p) == 0 && pe.filling.count(p) == 0;
 }
 
 std::string ranges(const std::vector<std::uint32_t>& ps) {
@@ -1602,21 +1602,38 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     },
     // A copy of partition p here found itself stale (its journal is not a
     // prefix of the primary's): it is moved aside and replaced by an empty
-    // copy that follows the primary from its log, once per run.
+    // copy that follows the primary from its log (or a full copy), and
+    // leads only once it has caught up ("filling"). Only the copy in place
+    // is replaced: a late word from one already replaced changes nothing.
+    // (Until issue 14's chaos fixes a copy was replaced once per run, and
+    // a copy that went stale a second time stayed so until a restart: a
+    // partition one current copy short.)
     [self](r_stale_atom, std::uint32_t p) {
       auto& st = self->state;
       if (p >= st.cfg.q)
         return;
+      const bool owned = st.local[p] && st.closed.count(p) == 0;
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      if (sender != (owned ? st.local[p] : st.copies[p]))
+        return;
       st.stale.insert(p);
       st.configured.erase(p);
-      const bool owned = st.local[p] && st.closed.count(p) == 0;
-      if (st.replaced.insert(p).second && st.cfg.replace_copy) {
+      if (st.cfg.replace_copy) {
         auto& old = owned ? st.local[p] : st.copies[p];
         caf::anon_send_exit(old, caf::exit_reason::user_shutdown);
         auto fresh = st.cfg.replace_copy(p, owned);
         if (fresh) {
           old = *fresh;
           st.stale.erase(p);
+          // Empty, it follows the primary (its log, or a full copy once
+          // the log is folded) and may not lead until it has caught up: an
+          // owner's copy, first in preference order, would otherwise take
+          // over at once, pull the log from LSN 1, and go stale again once
+          // the others had folded it (then for the rest of the run: one
+          // replacement per run), leaving the partition one current copy
+          // short.
+          if (current_copy_elsewhere(self, p, self_id(self)))
+            st.filling.insert(p);
           log(log_level::warn, "partition ", p, ": stale copy moved aside; an empty copy "
                                "follows the primary from its log");
         } else {
