@@ -345,7 +345,8 @@ void run_cluster_chaos(const run_options& o) {
               << ", after the first 2 s " << share(av.during) << ", to the faulted node "
               << share(av.faulted) << ", two nodes faulted " << share(av.multi)
               << "; proxy: " << ps.accepted << " links accepted, " << ps.refused
-              << " refused (" << ps.unknown_origin << " of no known node), " << ps.reset_by_cut
+              << " refused (" << ps.unknown_origin << " of no known node, " << ps.opener_gone
+              << " closed by their opener at once), " << ps.reset_by_cut
               << " reset and " << ps.frozen_by_cut << " frozen by cuts; ms p50/p99 of ok operations: "
               << latency.str());
 

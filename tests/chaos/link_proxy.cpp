@@ -336,9 +336,18 @@ void link_proxy::accept_on(front& f) {
     c->origin = pid > 0 ? node_of_pid_(pid) : -1;
     if (c->origin < 0) {
       // Not from a known node (or its end is already gone): refusing it
-      // keeps a cut node from slipping through unrecognised.
+      // keeps a cut node from slipping through unrecognised. An end that
+      // no process holds any more (absent from the socket tables, or
+      // orphaned: inode 0) was closed by its opener, a node killed while
+      // it connected: nothing can pass through it, so it is counted
+      // apart from a live socket of no known node.
       ++stats_.refused;
-      ++stats_.unknown_origin;
+      const auto peer = port_of(fd, true);
+      if (socket_inode("/proc/net/tcp", peer, f.port) == 0
+          && socket_inode("/proc/net/tcp6", peer, f.port) == 0)
+        ++stats_.opener_gone;
+      else
+        ++stats_.unknown_origin;
       close_with_reset(fd);
       continue;
     }
