@@ -120,6 +120,8 @@ struct partition_state {
   std::uint64_t ticks = 0;
   // When this copy last warned that it holds the node's stable time back.
   std::chrono::steady_clock::time_point held_warned{};
+  // When it last logged its parked reads (debug).
+  std::chrono::steady_clock::time_point parked_logged{};
   // Durability periodic: when the journal was last synced.
   std::chrono::steady_clock::time_point last_sync = std::chrono::steady_clock::now();
   // This copy's role among the partition's copies (docs/REPLICATION.md).
@@ -331,6 +333,18 @@ void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
   schedule_flush(self);
 }
 
+// Drops a prepare waiting in the core for another transaction's outcome,
+// staging nothing: cancelled (stage_abort of a waiting prepare), then
+// taken out (resume_prepare answers "aborted").
+void cancel_waiting_prepare(partition_core& core, const tx_id& tx) {
+  if (auto a = core.stage_abort(tx); !a)
+    log(log_level::warn, "partition ", core.index(), ": cancelling the waiting prepare of ", tx,
+        ": ", a.err().to_string());
+  if (auto r = core.resume_prepare(tx); r)
+    log(log_level::error, "partition ", core.index(), ": the waiting prepare of ", tx,
+        " was staged while cancelled");
+}
+
 // Re-drives the parked prepares whose blocking transaction is decided.
 void redrive_ready(partition_self self) {
   auto& st = self->state;
@@ -340,8 +354,38 @@ void redrive_ready(partition_self self) {
       continue;
     auto parked = std::move(i->second);
     st.parked.erase(i);
+    if (!st.repl.serves_clients()) {
+      // No longer the primary: nothing of a client's is staged here (it
+      // would put records in a replica's journal that its primary never
+      // wrote); the coordinator retries at the primary.
+      cancel_waiting_prepare(*st.core, tx);
+      parked.reply(part_time_resp{st.repl.refusal(st.index), 0, 0});
+      continue;
+    }
     admit_prepare(self, tx, parked.two_phase, st.core->resume_prepare(tx),
                   std::move(parked.reply));
+  }
+}
+
+// This copy stopped leading (docs/REPLICATION.md): the reads parked for
+// their snapshot and the prepares waiting for another transaction are
+// refused (their coordinators retry at the primary). Served here later,
+// a read would see this copy's state, which no longer follows every
+// commit, and a prepare would be journaled by a replica.
+void refuse_waiting(partition_self self) {
+  auto& st = self->state;
+  if (!st.core)
+    return;
+  auto refusal = st.repl.refusal(st.index);
+  auto reads = std::move(st.reads);
+  st.reads.clear();
+  for (auto& r : reads)
+    r.answer(part_read_resp{refusal, {}});
+  auto parked = std::move(st.parked);
+  st.parked.clear();
+  for (auto& [tx, p] : parked) {
+    cancel_waiting_prepare(*st.core, tx);
+    p.reply(part_time_resp{refusal, 0, 0});
   }
 }
 
@@ -363,6 +407,10 @@ void retry_reads(partition_self self) {
   auto& st = self->state;
   if (st.reads.empty())
     return;
+  if (!st.repl.serves_clients()) {
+    refuse_waiting(self);
+    return;
+  }
   auto safe = readable_time(self);
   std::vector<waiting_read> still;
   std::uint64_t ahead = 0;
@@ -689,12 +737,38 @@ void warn_if_holding(partition_self self) {
       st.repl.describe(), ")");
 }
 
+// Reads parked for over half a second (their snapshot above what this copy
+// can serve): at debug level, once a second, what holds them.
+void log_parked_reads(partition_self self) {
+  auto& st = self->state;
+  if (st.reads.empty() || current_log_level() > log_level::debug)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  auto oldest = st.reads.front().since;
+  std::uint64_t lowest = UINT64_MAX;
+  for (const auto& r : st.reads) {
+    oldest = std::min(oldest, r.since);
+    lowest = std::min(lowest, r.req.snapshot.get(local_dc));
+  }
+  if (now - oldest < std::chrono::milliseconds{500}
+      || now - st.parked_logged < std::chrono::seconds{1})
+    return;
+  st.parked_logged = now;
+  log(log_level::debug, "partition ", st.index, ": ", st.reads.size(),
+      " read(s) parked, the oldest for ",
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest).count(),
+      " ms; lowest snapshot ", lowest, ", readable up to ", readable_time(self),
+      " (prepared from ", st.core->blocked_from(), ", visible below ",
+      st.repl.visible_below(), "; ", st.repl.describe(), ")");
+}
+
 void on_tick(partition_self self) {
   auto& st = self->state;
   if (!st.core)
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
   warn_if_holding(self);
+  log_parked_reads(self);
   expire_reads(self);
   sync_if_due(self, std::max(st.timers.sync_interval - st.timers.tick(),
                              std::chrono::milliseconds{0}));
@@ -782,6 +856,7 @@ caf::behavior partition_fn(partition_self self,
     if (self->state.core)
       publish(self);
   });
+  self->state.repl.on_stopped_serving([self] { refuse_waiting(self); });
   self->state.repl.on_visible([self] {
     if (!self->state.core)
       return;

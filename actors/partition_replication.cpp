@@ -337,7 +337,7 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
     // higher term.
     ++epoch_;
     primary_ = self_node_;
-    role_ = copy_role::promoting;
+    set_role(copy_role::promoting);
     promote(self, core);
   }
 }
@@ -392,13 +392,13 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
                            + primary_ + " before the write reached " + std::to_string(w_)
                            + " copies; its outcome is unknown: retry with the same op ids"));
   if (!core) {
-    role_ = role;
+    set_role(role);
     return;
   }
   if (role == copy_role::solo || role == copy_role::replica) {
     // Nothing to ship any more: no progress, no batches kept, the log
     // truncated by checkpoints alone.
-    role_ = role;
+    set_role(role);
     progress_.reset();
     recent_.clear();
     recent_records_ = 0;
@@ -428,7 +428,7 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     log(log_level::warn, "partition ", core->index(), ": sees ", reachable, " of the ",
         peers_.size(), " other copies, fewer than a write quorum needs: stops leading until a "
         "take-over round succeeds");
-    role_ = copy_role::promoting;
+    set_role(copy_role::promoting);
     promote(self, *core);
     return;
   }
@@ -438,7 +438,7 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     become_primary(self, *core);
     return;
   }
-  role_ = copy_role::promoting;
+  set_role(copy_role::promoting);
   promote(self, *core);
 }
 
@@ -782,7 +782,7 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
         on_visible_();
     }
   }
-  role_ = copy_role::primary;
+  set_role(copy_role::primary);
   core.keep_flushed(true);
   last_tx_known_ = false;
   for (auto& p : peers_)
@@ -805,9 +805,16 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
   stop_leading("partition " + std::to_string(index_) + ": the primary stepped down "
                "before the write reached " + std::to_string(w_)
                + " copies; its outcome is unknown: retry with the same op ids");
-  role_ = copy_role::replica;
+  set_role(copy_role::replica);
   primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
   stepped_down_at_ = std::chrono::steady_clock::now();
+}
+
+void partition_replication::set_role(copy_role r) {
+  const bool served = serves_clients();
+  role_ = r;
+  if (served && !serves_clients() && on_stopped_serving_)
+    on_stopped_serving_();
 }
 
 void partition_replication::stop_leading(const std::string& why) {
@@ -832,7 +839,7 @@ void partition_replication::report_stale(caf::event_based_actor* self, partition
                                          const std::string& why) {
   if (role_ == copy_role::stale)
     return;
-  role_ = copy_role::stale;
+  set_role(copy_role::stale);
   ++epoch_;
   fail_held(make_error(errc::unavailable, "partition " + std::to_string(core.index())
                                             + ": this copy went stale; retry"));

@@ -99,6 +99,10 @@ public:
   }
   /// Called when visible_below() rises (the partition retries its reads).
   void on_visible(std::function<void()> fn) { on_visible_ = std::move(fn); }
+  /// Called when this copy stops serving clients (it no longer leads): the
+  /// partition refuses what it holds for them (parked reads and prepares),
+  /// which only the primary may serve.
+  void on_stopped_serving(std::function<void()> fn) { on_stopped_serving_ = std::move(fn); }
   /// Called after batches from another copy changed the core (r_append, a
   /// take-over's pull, a full copy): its prepared set, so its blocked_from(),
   /// changed outside the partition's own writes (the partition publishes it
@@ -167,6 +171,8 @@ private:
   // copies): held writes are answered "outcome unknown" with `why`, nothing
   // is shipped any more.
   void stop_leading(const std::string& why);
+  // Every change of role_ (tells the partition when it stops serving).
+  void set_role(copy_role r);
   // A higher term than this copy's own was promised here: it no longer
   // leads (its held writes' outcome is unknown) and follows `by`.
   void step_down(caf::event_based_actor* self, const copy_term& by);
@@ -189,6 +195,7 @@ private:
   std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
   std::function<void()> on_visible_;
   std::function<void()> on_replicated_;
+  std::function<void()> on_stopped_serving_;
   reopen_fn reopen_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;

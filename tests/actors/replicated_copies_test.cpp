@@ -284,4 +284,41 @@ BOOST_AUTO_TEST_CASE(a_former_primary_releases_its_nodes_stable_time_when_the_co
   }
 }
 
+// A read parked at the primary (its snapshot above a prepared
+// transaction) when the copy stops leading is refused at once, so that its
+// coordinator retries at the new primary. Before the fix it stayed parked,
+// and once the transaction was decided the copy, a replica by then, served
+// it from its own state, which no longer follows every commit.
+BOOST_AUTO_TEST_CASE(a_read_parked_at_a_primary_that_stops_leading_is_refused) {
+  configure(1, copy_role::replica, 0);
+  configure(2, copy_role::replica, 0);
+  configure(0, copy_role::primary, 0);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  auto prepared = write(0, tx_id{99, 1}, 5, true);
+  BOOST_REQUIRE(prepared);
+  BOOST_REQUIRE(!prepared->err);
+  part_read_req req;
+  req.snapshot = vector_clock{{local_dc, wall_clock_us()}}; // above the prepare
+  req.items = {read_item{the_key, crdt_type::counter, {}}};
+  (*me)->send(copies[0], part_read_atom::value, encode_wire(req));
+  bool answered = false;
+  (*me)->receive([&](std::string&) { answered = true; }, caf::after(std::chrono::milliseconds(200)) >> [] {});
+  BOOST_REQUIRE(!answered); // parked behind the prepared transaction
+
+  configure(0, copy_role::replica, 1);
+  configure(2, copy_role::replica, 1);
+  configure(1, copy_role::primary, 1);
+  std::optional<part_read_resp> got;
+  (*me)->receive(
+    [&](std::string& bytes) {
+      if (auto r = decode_wire<part_read_resp>(bytes))
+        got = std::move(*r);
+    },
+    caf::after(std::chrono::seconds(1)) >> [] {}); // at once (its wait bound is 2 s)
+  BOOST_REQUIRE_MESSAGE(got, "the parked read got no answer within 1 s");
+  BOOST_REQUIRE(got->err.has_value());
+  BOOST_TEST(got->err->code() == errc::unavailable);
+  BOOST_TEST_MESSAGE("refused with: " << got->err->to_string());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
