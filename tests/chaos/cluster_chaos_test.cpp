@@ -143,6 +143,13 @@ std::string dump_history(const session_log& all, const std::vector<fault_record>
             [](const op_record& a, const op_record& b) { return a.invoke_ns < b.invoke_ns; });
   for (const auto& op : ops)
     out << text_of(op, t0) << "\n";
+  // Every failed attempt (availability), with the node asked and why.
+  out << std::fixed;
+  out.precision(3);
+  for (const auto& a : all.attempts)
+    if (!a.ok)
+      out << "failed attempt  node " << a.node << "  " << double(a.invoke_ns - t0) / 1e9 << "-"
+          << double(a.complete_ns - t0) / 1e9 << " s  " << a.why << "\n";
   return path;
 }
 
@@ -414,7 +421,9 @@ void run_cluster_chaos(const run_options& o) {
         counts << " " << c << " " << n;
       BOOST_ERROR(found.size() << " violations in all:" << counts.str());
     }
-    if (!found.empty() || !finals.settled)
+    const bool availability_failed =
+      o.hold_to_availability_bar && !(av.during.failed_share() < 0.01);
+    if (!found.empty() || !finals.settled || availability_failed)
       BOOST_TEST_MESSAGE("the whole history: " << dump_history(all, faults, t0, rng.seed, o.nodes)
                                                << "; node logs: " << cl.keep_logs(run_name));
     BOOST_TEST(found.empty());
