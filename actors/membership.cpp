@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -291,6 +292,8 @@ bool is_removed(mem_self self, const node_id& id) {
 bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node);
 bool current_copy_elsewhere(mem_self self, std::uint32_t p, const node_id& who);
 void check_filling(mem_self self);
+void set_filling(mem_self self, std::uint32_t p);
+void clear_filling(mem_self self, std::uint32_t p);
 std::tuple<bool, std::string> remove_member(mem_self self, const node_id& who, bool force);
 
 // True when this node serves partition p (an open, not closed, copy).
@@ -380,14 +383,16 @@ void replicated_routes(mem_self self) {
     if (!configure || !plan.mine)
       continue;
     const auto& mine = *plan.mine;
-    auto key = mine.key();
+    auto& handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
+    // A new actor for this node's copy (reopened, received, replaced) is
+    // configured too, even when the plan did not change.
+    auto key = mine.key() + "|" + std::to_string(handle ? handle.id() : 0);
     auto& last = st.configured[p];
     if (last == key)
       continue;
     last = key;
-    auto& handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
-               mine.primary, mine.peers, mine.handles, mine.w);
+               mine.primary, mine.peers, mine.handles, mine.w, mine.filling);
   }
   st.routes->store(std::move(table));
 }
@@ -424,7 +429,7 @@ void ensure_copies(mem_self self) {
     }
     st.copies[p] = *h;
     if (made_now && current_copy_elsewhere(self, p, self_id(self)))
-      st.filling.insert(p);
+      set_filling(self, p);
   }
 }
 
@@ -602,7 +607,7 @@ bool recreate_removed(mem_self self) {
         st.copies.resize(st.cfg.q);
         st.copies[p] = *h;
         if (!r.only_copy)
-          st.filling.insert(p);
+          set_filling(self, p);
       } else {
         st.local[p] = *h;
       }
@@ -619,6 +624,45 @@ bool recreate_removed(mem_self self) {
   return marked;
 }
 
+// The copies being filled are marked on disk, <data-dir>/filling/<p>, so
+// that a node restarted meanwhile still treats its copy as filling: an
+// empty or half-filled copy that led, or promised a take-over round, could
+// make a round miss acknowledged writes (docs/REPLICATION.md, "Filling
+// copies").
+std::filesystem::path filling_mark(mem_self self, std::uint32_t p) {
+  return std::filesystem::path{self->state.cfg.root} / "filling" / std::to_string(p);
+}
+
+void set_filling(mem_self self, std::uint32_t p) {
+  self->state.filling.insert(p);
+  std::error_code ec;
+  std::filesystem::create_directories(filling_mark(self, p).parent_path(), ec);
+  std::ofstream{filling_mark(self, p)};
+  if (!std::filesystem::exists(filling_mark(self, p), ec))
+    log(log_level::warn, "partition ", p, ": cannot mark this node's copy as filling in ",
+        filling_mark(self, p).string(), " (a restart would forget it)");
+}
+
+void clear_filling(mem_self self, std::uint32_t p) {
+  self->state.filling.erase(p);
+  std::error_code ec;
+  std::filesystem::remove(filling_mark(self, p), ec);
+}
+
+// Filling copies marked by an earlier run of this node.
+void load_filling(mem_self self) {
+  std::error_code ec;
+  auto dir = std::filesystem::path{self->state.cfg.root} / "filling";
+  for (auto it = std::filesystem::directory_iterator{dir, ec};
+       !ec && it != std::filesystem::directory_iterator{}; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    char* end = nullptr;
+    const auto p = std::strtoul(name.c_str(), &end, 10);
+    if (!name.empty() && *end == '\0' && p < self->state.cfg.q)
+      self->state.filling.insert(static_cast<std::uint32_t>(p));
+  }
+}
+
 // A new copy (made after a removal, or for a node the owner table adds)
 // may lead once its journal has reached the primary's: asked each tick
 // (the primary's end first, then this copy's, so a copy that keeps up with
@@ -631,7 +675,7 @@ void check_filling(mem_self self) {
   for (auto p : std::vector<std::uint32_t>(st.filling.begin(), st.filling.end())) {
     const bool owned = st.local[p] && st.closed.count(p) == 0;
     if (!owned && (p >= st.copies.size() || !st.copies[p])) {
-      st.filling.erase(p); // no longer a copy on this node
+      clear_filling(self, p); // no longer a copy on this node
       continue;
     }
     const auto& primary = (*table)[p];
@@ -650,8 +694,9 @@ void check_filling(mem_self self) {
                                       std::uint64_t) {
                 auto& st = self->state;
                 st.checking.erase(p);
-                if (end < target || st.filling.erase(p) == 0)
+                if (end < target || st.filling.count(p) == 0)
                   return;
+                clear_filling(self, p);
                 log(log_level::info, "partition ", p, ": this node's new copy has caught up "
                     "with ", from, " (journal end ", end, "); it counts as a current copy");
                 rebuild_routes(self);
@@ -1486,6 +1531,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     st.tracked.insert(std::make_pair(u.p, u.tx));
   for (auto p : st.cfg.unopened)
     st.unopened.insert(p);
+  load_filling(self);
   self->set_down_handler([self](caf::down_msg& m) {
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
@@ -1631,9 +1677,10 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
           // over at once, pull the log from LSN 1, and go stale again once
           // the others had folded it (then for the rest of the run: one
           // replacement per run), leaving the partition one current copy
-          // short.
-          if (current_copy_elsewhere(self, p, self_id(self)))
-            st.filling.insert(p);
+          // short. Filling also when no current copy is reachable now: an
+          // empty copy is no better than the stale one until it has caught
+          // up with a primary.
+          set_filling(self, p);
           log(log_level::warn, "partition ", p, ": stale copy moved aside; an empty copy "
                                "follows the primary from its log");
         } else {

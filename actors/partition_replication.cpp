@@ -36,6 +36,10 @@ constexpr std::chrono::milliseconds refused_retry{50};
 constexpr std::chrono::milliseconds step_down_grace{1000};
 // "No prefix check" in r_append / r_fetch: the record before is unknown.
 constexpr std::uint64_t no_prev = UINT64_MAX;
+// Set in the role an r_fence answer carries when the copy that promised is
+// being filled (or not yet configured, so it cannot tell): its promise
+// counts only when every other copy promised too.
+constexpr std::uint8_t filling_flag = 0x80;
 
 std::pair<std::uint64_t, std::uint64_t> wire_prev(const std::optional<tx_id>& t, bool known) {
   if (!known)
@@ -345,8 +349,11 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
 void partition_replication::configure(caf::event_based_actor* self, partition_core* core,
                                       copy_role role, node_id primary,
                                       std::vector<node_id> peers,
-                                      std::vector<caf::actor> handles, std::uint32_t w) {
+                                      std::vector<caf::actor> handles, std::uint32_t w,
+                                      bool filling) {
   const copy_role before = role_;
+  filling_ = filling;
+  configured_ = true;
   // The same configuration again (the membership re-sends on every change
   // of the table) changes nothing.
   bool same_peers = peers.size() == peers_.size();
@@ -568,6 +575,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   };
   struct round {
     std::size_t asked = 0, answered = 0, failed = 0, refused = 0;
+    std::size_t filling = 0; // of those answered: copies being filled
     bool higher = false; // a refusal named a term above this round's
     std::uint64_t best_end = 0;
     std::size_t best = 0;
@@ -586,9 +594,16 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (!c)
       return;
     log(log_level::debug, "partition ", c->index(), ": take-over round (term ",
-        term_.to_string(), ") promised by ", r->answered, " of ", r->asked, ", refused by ",
-        r->refused, " (longest end ", r->best_end, ")");
-    if (r->answered < need) {
+        term_.to_string(), ") promised by ", r->answered, " of ", r->asked, " (", r->filling,
+        " being filled), refused by ", r->refused, " (longest end ", r->best_end, ")");
+    // A copy being filled lacks what its predecessor held (docs/REPLICATION.md,
+    // "Filling copies"): its promise counts only when every other copy
+    // promised, so that no copy that may hold an acknowledged write is
+    // missing from the round (and with every copy there, waiting brings
+    // nothing more back: without this, copies all being filled but one
+    // never got a primary again).
+    const bool everyone = r->answered == peers_.size();
+    if (r->answered - r->filling < need && !everyone) {
       promote_round_ = 0; // the next tick asks again
       fence_.abandon_round(term_);
       log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
@@ -637,8 +652,9 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     ++r->asked;
     self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by)
       .then(
-        [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t, std::uint64_t last_o,
-                           std::uint64_t last_s, std::uint64_t pn, node_id& pby) {
+        [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t role,
+                           std::uint64_t last_o, std::uint64_t last_s, std::uint64_t pn,
+                           node_id& pby) {
           if (!promised) {
             ++r->refused;
             copy_term theirs{pn, std::move(pby)};
@@ -649,6 +665,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
             return;
           }
           ++r->answered;
+          if (role & filling_flag)
+            ++r->filling;
           r->answers.push_back({i, end, last_o, last_s});
           if (end > r->best_end) {
             r->best_end = end;
@@ -854,6 +872,8 @@ std::string partition_replication::describe() const {
   os << to_string(role_);
   if (role_ == copy_role::replica && !primary_.empty())
     os << " of " << primary_;
+  if (filling_)
+    os << " (filling)";
   if (role_ == copy_role::primary && progress_) {
     os << ", term " << term_.to_string() << ", w " << w_;
     for (const auto& p : peers_)
@@ -871,12 +891,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
   return {
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
                  std::vector<node_id>& peers, std::vector<caf::actor>& handles,
-                 std::uint32_t w) {
+                 std::uint32_t w, bool filling) {
       membership_ = caf::actor_cast<caf::actor>(self->current_sender());
       if (peers.size() != handles.size() || role > static_cast<std::uint8_t>(copy_role::stale))
         return;
       configure(self, core_(), static_cast<copy_role>(role), std::move(primary),
-                std::move(peers), std::move(handles), w);
+                std::move(peers), std::move(handles), w, filling);
     },
     [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
                  std::uint64_t prev_s, std::uint64_t term_n, node_id& term_by)
@@ -1002,7 +1022,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         o = *tx ? (*tx)->origin : 0;
         q = *tx ? (*tx)->seq : 0;
       }
-      return {true, c->log_end(), static_cast<std::uint8_t>(role_), o, q, t.n, t.by};
+      // A copy being filled (or not configured yet: it cannot tell) says
+      // so: it may lack writes acknowledged before it was made, and a round
+      // that counted it as any other could take over without them.
+      const auto role = static_cast<std::uint8_t>(
+        static_cast<std::uint8_t>(role_) | (filling_ || !configured_ ? filling_flag : 0));
+      return {true, c->log_end(), role, o, q, t.n, t.by};
     },
     // For `cluster status` (actors/replication_status.hpp): this copy's
     // role, journal end and term, and, as a primary, how far each other

@@ -25,14 +25,16 @@
 //   (r_fence, term n, term by) -> (promised, end, role, origin and seq of
 //        the tx of the record at end - 1, promised term n, by): a take-over
 //        round's question (replication/copy_fence.hpp); a primary that
-//        promises a higher term than its own steps down
+//        promises a higher term than its own steps down; role has bit 0x80
+//        set when the copy is being filled (or not configured yet)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
 //   (r_seed, from node, offset, bytes, last, term n, term by) -> (end,
 //        status): a full copy of the primary's store, in order, for a copy
 //        its log cannot bring up to date (docs/REPLICATION.md, "Full copies")
 // from the membership actor of the same node:
-//   (r_config, role, primary node, peer nodes, peer actors, w)
+//   (r_config, role, primary node, peer nodes, peer actors, w, filling)
+//        filling: this copy is being filled; it promises no take-over round
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -150,7 +152,7 @@ private:
 
   void configure(caf::event_based_actor* self, partition_core* core, copy_role role,
                  node_id primary, std::vector<node_id> peers,
-                 std::vector<caf::actor> handles, std::uint32_t w);
+                 std::vector<caf::actor> handles, std::uint32_t w, bool filling);
   void pump(caf::event_based_actor* self, partition_core& core);
   void send_to(caf::event_based_actor* self, partition_core& core, peer_link& p);
   void on_ack(caf::event_based_actor* self, const node_id& node, std::uint64_t end,
@@ -216,6 +218,14 @@ private:
   copy_fence fence_;   // the terms this copy promised (replication/copy_fence.hpp)
   copy_term term_;     // the term it leads under (primary), or tries to (promoting)
   bool wants_primary_ = false; // its membership's last r_config named it primary
+  // Being filled (r_config): it lacks writes acknowledged before it was
+  // made, so its promise counts in a take-over round only when every copy
+  // promised (one that needs it could miss them otherwise).
+  bool filling_ = false;
+  // Whether its membership configured it yet: until then it does not know
+  // whether it is filling (a node restarted while its copy was), so it
+  // answers a round as a filling copy.
+  bool configured_ = false;
   std::chrono::steady_clock::time_point stepped_down_at_{};
 };
 

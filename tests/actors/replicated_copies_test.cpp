@@ -54,20 +54,32 @@ struct three_copies {
     cfg->set("scheduler.max-threads", 2);
     sys = std::make_unique<caf::actor_system>(*cfg);
     me = std::make_unique<caf::scoped_actor>(*sys);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      boards.push_back(std::make_shared<safe_board>(1));
+      copies.push_back(spawn_copy(i, std::to_string(i)));
+    }
+  }
+
+  // A copy for node i, in folder `name` under the root (empty if new).
+  caf::actor spawn_copy(std::size_t i, const std::string& name) {
     partition_timers timers;
     timers.fbf_tick = 50ms;       // the tick: retries of rounds, held writes
     timers.read_timeout = 2000ms; // a write not on 2 copies by then: unknown
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      partition_options o;
-      o.index = partition_index;
-      o.path = (root / std::to_string(i)).string();
-      o.mode = durability::batch;
-      auto core = partition_core::open(o);
-      BOOST_REQUIRE_MESSAGE(core, (core ? "" : core.err().to_string()));
-      boards.push_back(std::make_shared<safe_board>(1));
-      copies.push_back(spawn_partition(*sys, std::move(*core), partition_placement::detached(),
-                                       board_slot(boards.back(), 0), timers, true));
-    }
+    partition_options o;
+    o.index = partition_index;
+    o.path = (root / name).string();
+    o.mode = durability::batch;
+    auto core = partition_core::open(o);
+    BOOST_REQUIRE_MESSAGE(core, (core ? "" : core.err().to_string()));
+    return spawn_partition(*sys, std::move(*core), partition_placement::detached(),
+                           board_slot(boards[i], 0), timers, true);
+  }
+
+  // Node i's copy replaced by an empty one (as the membership replaces a
+  // stale copy).
+  void replace(std::size_t i) {
+    caf::anon_send_exit(copies[i], caf::exit_reason::user_shutdown);
+    copies[i] = spawn_copy(i, std::to_string(i) + ".new");
   }
 
   ~three_copies() {
@@ -82,7 +94,7 @@ struct three_copies {
   // What copy i's membership would tell it: its role, the primary, and the
   // other copies in order, those it cannot reach without a handle.
   void configure(std::size_t i, copy_role role, std::optional<std::size_t> primary,
-                 std::vector<bool> reachable = {true, true, true}) {
+                 std::vector<bool> reachable = {true, true, true}, bool filling = false) {
     std::vector<node_id> peers;
     std::vector<caf::actor> handles;
     for (std::size_t j = 0; j < nodes.size(); ++j) {
@@ -92,7 +104,7 @@ struct three_copies {
       handles.push_back(reachable[j] ? copies[j] : caf::actor{});
     }
     (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(role),
-                primary ? nodes[*primary] : node_id{}, peers, handles, std::uint32_t{2});
+                primary ? nodes[*primary] : node_id{}, peers, handles, std::uint32_t{2}, filling);
   }
 
   // Copy i's role and journal end (r_status).
@@ -319,6 +331,75 @@ BOOST_AUTO_TEST_CASE(a_read_parked_at_a_primary_that_stops_leading_is_refused) {
   BOOST_REQUIRE(got->err.has_value());
   BOOST_TEST(got->err->code() == errc::unavailable);
   BOOST_TEST_MESSAGE("refused with: " << got->err->to_string());
+}
+
+// docs/REPLICATION.md, "Filling copies": a copy made empty (a stale one
+// replaced, one a join or a removal adds) lacks writes acknowledged before
+// it was made, so its promise must not count in a take-over round. Here
+// +1 was acknowledged by copies 0 and 2 while copy 1 missed it; copy 2 is
+// then replaced by an empty copy and copy 0 is lost. Before the fix copy 1
+// took over with the empty copy's promise, without the +1.
+BOOST_AUTO_TEST_CASE(an_empty_copy_being_filled_does_not_let_a_round_skip_acknowledged_writes) {
+  configure(1, copy_role::replica, std::nullopt); // follows nobody: misses what 0 writes
+  configure(2, copy_role::replica, 0);
+  configure(0, copy_role::primary, 0);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1)); // on copies 0 and 2
+  BOOST_REQUIRE(wait_end(2, status(0).second));
+
+  replace(2);
+  configure(2, copy_role::replica, 1, {false, true, true}, true); // filling
+  configure(1, copy_role::primary, 1, {false, true, true});      // copy 0 is gone
+  for (int n = 0; n < 50; ++n) { // 1 s
+    auto v = read(1);
+    BOOST_TEST(v.value_or(1) >= 1, "copy 1 served " << *v << " without the acknowledged +1");
+    if (v)
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  BOOST_TEST(status(1).first != "primary");
+  // Once copy 0 is back, copy 1 takes over with the +1 (pulled from it):
+  // every copy promised, the one being filled too.
+  configure(1, copy_role::primary, 1);
+  configure(0, copy_role::replica, 1);
+  std::optional<std::int64_t> served;
+  for (int n = 0; n < 250 && !served; ++n) {
+    served = read(1);
+    if (!served)
+      std::this_thread::sleep_for(20ms);
+  }
+  BOOST_TEST(served.value_or(-1) == 1);
+}
+
+// The other side of the rule above: when every copy but one is being
+// filled and all are reachable, the one left takes over with their
+// promises (waiting would bring nothing more back). Before, filling copies
+// never promised, no copy led, and nothing filled them: the partition
+// stayed unserved with every node up (finding 3's form after the fix).
+BOOST_AUTO_TEST_CASE(copies_all_being_filled_but_one_let_it_lead_once_every_copy_answers) {
+  configure(1, copy_role::replica, 0);
+  configure(2, copy_role::replica, 0);
+  configure(0, copy_role::primary, 0);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 7));
+  replace(1);
+  replace(2);
+  configure(1, copy_role::replica, 0, {true, true, true}, true);
+  configure(2, copy_role::replica, 0, {true, true, true}, true);
+  // Copy 0 goes through a take-over round again (it lost sight of the
+  // others for a moment): only copies being filled can promise.
+  configure(0, copy_role::primary, 0, {true, false, false});
+  configure(0, copy_role::primary, 0);
+  std::optional<std::int64_t> served;
+  for (int n = 0; n < 250 && !served; ++n) {
+    served = read(0);
+    if (!served)
+      std::this_thread::sleep_for(20ms);
+  }
+  BOOST_TEST(served.value_or(-1) == 7);
+  // And the copies being filled get everything.
+  BOOST_TEST(wait_end(1, status(0).second));
+  BOOST_TEST(wait_end(2, status(0).second));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
