@@ -576,6 +576,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   struct round {
     std::size_t asked = 0, answered = 0, failed = 0, refused = 0;
     std::size_t filling = 0; // of those answered: copies being filled
+    bool finished = false;   // decided (late answers change nothing)
     bool higher = false; // a refusal named a term above this round's
     std::uint64_t best_end = 0;
     std::size_t best = 0;
@@ -588,8 +589,19 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   r->best = peers_.size();
   const auto epoch = epoch_;
   auto done = [this, self, r, need, epoch]() {
-    if (epoch != epoch_ || r->answered + r->failed + r->refused < r->asked)
+    // The round ends once every copy asked has answered, or as soon as
+    // enough copies (not being filled) promised: any n - w + 1 copies meet
+    // every write quorum, so the longest of them has every acknowledged
+    // write. Waiting for the rest made a round last the 3 s timeout of a
+    // copy that never answers (a link lost meanwhile), while the others'
+    // rounds, one after the other, fenced it: after kills on 5 nodes three
+    // copies of a partition took turns trying to lead and none ever did.
+    if (epoch != epoch_ || r->finished)
       return;
+    const bool all_in = r->answered + r->failed + r->refused >= r->asked;
+    if (!all_in && r->answered - r->filling < need)
+      return;
+    r->finished = true;
     auto* c = core_ ? core_() : nullptr;
     if (!c)
       return;
