@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -257,7 +258,6 @@ struct membership_state {
   // are configured only once the view has settled).
   std::vector<caf::actor> copies;
   std::set<std::uint32_t> stale;
-  std::set<std::uint32_t> replaced;
   std::map<std::uint32_t, std::string> configured;
   // Copies this node re-creates after `cluster remove` of a node that held
   // one (docs/CLUSTER.md, "Removing a dead node"): they follow the primary
@@ -310,6 +310,8 @@ bool is_removed(mem_self self, const node_id& id) {
 bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node);
 bool current_copy_elsewhere(mem_self self, std::uint32_t p, const node_id& who);
 void check_filling(mem_self self);
+void set_filling(mem_self self, std::uint32_t p);
+void clear_filling(mem_self self, std::uint32_t p);
 std::tuple<bool, std::string> remove_member(mem_self self, const node_id& who, bool force);
 
 // True when this node serves partition p (an open, not closed, copy).
@@ -380,7 +382,7 @@ void replicated_routes(mem_self self) {
           const bool owned = st.local[p] && st.closed.count(p) == 0;
           v.handle = owned ? st.local[p] : st.copies[p];
           v.stale = st.stale.count(p) != 0;
-          v.filling = !owned && st.filling.count(p) != 0;
+          v.filling = st.filling.count(p) != 0;
         } else if (auto i = st.peers.find(node); i != st.peers.end() && i->second.up) {
           const auto& pe = i->second;
           const bool owned = p < pe.parts.size() && pe.parts[p];
@@ -389,7 +391,7 @@ void replicated_routes(mem_self self) {
           else if (p < pe.copies.size())
             v.handle = pe.copies[p];
           v.stale = pe.stale.count(p) != 0;
-          v.filling = !owned && pe.filling.count(p) != 0;
+          v.filling = pe.filling.count(p) != 0;
         }
         copies.push_back(std::move(v));
       }
@@ -399,14 +401,16 @@ void replicated_routes(mem_self self) {
     if (!configure || !plan.mine)
       continue;
     const auto& mine = *plan.mine;
-    auto key = mine.key();
+    auto& handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
+    // A new actor for this node's copy (reopened, received, replaced) is
+    // configured too, even when the plan did not change.
+    auto key = mine.key() + "|" + std::to_string(handle ? handle.id() : 0);
     auto& last = st.configured[p];
     if (last == key)
       continue;
     last = key;
-    auto& handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
-               mine.primary, mine.peers, mine.handles, mine.w);
+               mine.primary, mine.peers, mine.handles, mine.w, mine.filling);
   }
   st.routes->store(std::move(table));
 }
@@ -443,7 +447,7 @@ void ensure_copies(mem_self self) {
     }
     st.copies[p] = *h;
     if (made_now && current_copy_elsewhere(self, p, self_id(self)))
-      st.filling.insert(p);
+      set_filling(self, p);
   }
 }
 
@@ -621,7 +625,7 @@ bool recreate_removed(mem_self self) {
         st.copies.resize(st.cfg.q);
         st.copies[p] = *h;
         if (!r.only_copy)
-          st.filling.insert(p);
+          set_filling(self, p);
       } else {
         st.local[p] = *h;
       }
@@ -638,6 +642,45 @@ bool recreate_removed(mem_self self) {
   return marked;
 }
 
+// The copies being filled are marked on disk, <data-dir>/filling/<p>, so
+// that a node restarted meanwhile still treats its copy as filling: an
+// empty or half-filled copy that led, or promised a take-over round, could
+// make a round miss acknowledged writes (docs/REPLICATION.md, "Filling
+// copies").
+std::filesystem::path filling_mark(mem_self self, std::uint32_t p) {
+  return std::filesystem::path{self->state.cfg.root} / "filling" / std::to_string(p);
+}
+
+void set_filling(mem_self self, std::uint32_t p) {
+  self->state.filling.insert(p);
+  std::error_code ec;
+  std::filesystem::create_directories(filling_mark(self, p).parent_path(), ec);
+  std::ofstream{filling_mark(self, p)};
+  if (!std::filesystem::exists(filling_mark(self, p), ec))
+    log(log_level::warn, "partition ", p, ": cannot mark this node's copy as filling in ",
+        filling_mark(self, p).string(), " (a restart would forget it)");
+}
+
+void clear_filling(mem_self self, std::uint32_t p) {
+  self->state.filling.erase(p);
+  std::error_code ec;
+  std::filesystem::remove(filling_mark(self, p), ec);
+}
+
+// Filling copies marked by an earlier run of this node.
+void load_filling(mem_self self) {
+  std::error_code ec;
+  auto dir = std::filesystem::path{self->state.cfg.root} / "filling";
+  for (auto it = std::filesystem::directory_iterator{dir, ec};
+       !ec && it != std::filesystem::directory_iterator{}; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    char* end = nullptr;
+    const auto p = std::strtoul(name.c_str(), &end, 10);
+    if (!name.empty() && *end == '\0' && p < self->state.cfg.q)
+      self->state.filling.insert(static_cast<std::uint32_t>(p));
+  }
+}
+
 // A new copy (made after a removal, or for a node the owner table adds)
 // may lead once its journal has reached the primary's: asked each tick
 // (the primary's end first, then this copy's, so a copy that keeps up with
@@ -648,15 +691,16 @@ void check_filling(mem_self self) {
     return;
   auto table = st.routes->load();
   for (auto p : std::vector<std::uint32_t>(st.filling.begin(), st.filling.end())) {
-    if (p >= st.copies.size() || !st.copies[p] || (st.local[p] && st.closed.count(p) == 0)) {
-      st.filling.erase(p); // no longer this node's filling copy
+    const bool owned = st.local[p] && st.closed.count(p) == 0;
+    if (!owned && (p >= st.copies.size() || !st.copies[p])) {
+      clear_filling(self, p); // no longer a copy on this node
       continue;
     }
     const auto& primary = (*table)[p];
     if (st.checking.count(p) != 0 || !primary.handle || primary.node == self_id(self))
       continue;
     st.checking.insert(p);
-    auto mine = st.copies[p];
+    auto mine = owned ? st.local[p] : st.copies[p];
     auto from = primary.node;
     self->request(primary.handle, st.cfg.request_timeout, r_end_atom::value)
       .then(
@@ -668,8 +712,9 @@ void check_filling(mem_self self) {
                                       std::uint64_t) {
                 auto& st = self->state;
                 st.checking.erase(p);
-                if (end < target || st.filling.erase(p) == 0)
+                if (end < target || st.filling.count(p) == 0)
                   return;
+                clear_filling(self, p);
                 log(log_level::info, "partition ", p, ": this node's new copy has caught up "
                     "with ", from, " (journal end ", end, "); it counts as a current copy");
                 rebuild_routes(self);
@@ -1415,7 +1460,7 @@ bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node) {
   if (node == self_id(self)) {
     const bool owned = st.local[p] && st.closed.count(p) == 0;
     const bool copy = p < st.copies.size() && st.copies[p];
-    return (owned || copy) && st.stale.count(p) == 0 && (owned || st.filling.count(p) == 0);
+    return (owned || copy) && st.stale.count(p) == 0 && st.filling.count(p) == 0;
   }
   auto i = st.peers.find(node);
   if (i == st.peers.end() || !i->second.up)
@@ -1423,7 +1468,7 @@ bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node) {
   const auto& pe = i->second;
   const bool owned = p < pe.parts.size() && pe.parts[p];
   const bool copy = p < pe.copies.size() && pe.copies[p];
-  return (owned || copy) && pe.stale.count(p) == 0 && (owned || pe.filling.count(p) == 0);
+  return (owned || copy) && pe.stale.count(p) == 0 && pe.filling.count(p) == 0;
 }
 
 std::string ranges(const std::vector<std::uint32_t>& ps) {
@@ -1667,6 +1712,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     st.cfg.coordinating->keep_for(3 * st.cfg.request_timeout + std::chrono::seconds{30});
   for (auto p : st.cfg.unopened)
     st.unopened.insert(p);
+  load_filling(self);
   self->set_down_handler([self](caf::down_msg& m) {
     for (auto& [id, pe] : self->state.peers)
       if (pe.membership && pe.membership.address() == m.source) {
@@ -1803,21 +1849,39 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
     },
     // A copy of partition p here found itself stale (its journal is not a
     // prefix of the primary's): it is moved aside and replaced by an empty
-    // copy that follows the primary from its log, once per run.
+    // copy that follows the primary from its log (or a full copy), and
+    // leads only once it has caught up ("filling"). Only the copy in place
+    // is replaced: a late word from one already replaced changes nothing.
+    // (Until issue 14's chaos fixes a copy was replaced once per run, and
+    // a copy that went stale a second time stayed so until a restart: a
+    // partition one current copy short.)
     [self](r_stale_atom, std::uint32_t p) {
       auto& st = self->state;
       if (p >= st.cfg.q)
         return;
+      const bool owned = st.local[p] && st.closed.count(p) == 0;
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      if (sender != (owned ? st.local[p] : st.copies[p]))
+        return;
       st.stale.insert(p);
       st.configured.erase(p);
-      const bool owned = st.local[p] && st.closed.count(p) == 0;
-      if (st.replaced.insert(p).second && st.cfg.replace_copy) {
+      if (st.cfg.replace_copy) {
         auto& old = owned ? st.local[p] : st.copies[p];
         caf::anon_send_exit(old, caf::exit_reason::user_shutdown);
         auto fresh = st.cfg.replace_copy(p, owned);
         if (fresh) {
           old = *fresh;
           st.stale.erase(p);
+          // Empty, it follows the primary (its log, or a full copy once
+          // the log is folded) and may not lead until it has caught up: an
+          // owner's copy, first in preference order, would otherwise take
+          // over at once, pull the log from LSN 1, and go stale again once
+          // the others had folded it (then for the rest of the run: one
+          // replacement per run), leaving the partition one current copy
+          // short. Filling also when no current copy is reachable now: an
+          // empty copy is no better than the stale one until it has caught
+          // up with a primary.
+          set_filling(self, p);
           log(log_level::warn, "partition ", p, ": stale copy moved aside; an empty copy "
                                "follows the primary from its log");
         } else {

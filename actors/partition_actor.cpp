@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -117,6 +118,10 @@ struct partition_state {
   std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
   partition_timers timers;
   std::uint64_t ticks = 0;
+  // When this copy last warned that it holds the node's stable time back.
+  std::chrono::steady_clock::time_point held_warned{};
+  // When it last logged its parked reads (debug).
+  std::chrono::steady_clock::time_point parked_logged{};
   // Durability periodic: when the journal was last synced.
   std::chrono::steady_clock::time_point last_sync = std::chrono::steady_clock::now();
   // This copy's role among the partition's copies (docs/REPLICATION.md).
@@ -345,6 +350,18 @@ void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
   schedule_flush(self);
 }
 
+// Drops a prepare waiting in the core for another transaction's outcome,
+// staging nothing: cancelled (stage_abort of a waiting prepare), then
+// taken out (resume_prepare answers "aborted").
+void cancel_waiting_prepare(partition_core& core, const tx_id& tx) {
+  if (auto a = core.stage_abort(tx); !a)
+    log(log_level::warn, "partition ", core.index(), ": cancelling the waiting prepare of ", tx,
+        ": ", a.err().to_string());
+  if (auto r = core.resume_prepare(tx); r)
+    log(log_level::error, "partition ", core.index(), ": the waiting prepare of ", tx,
+        " was staged while cancelled");
+}
+
 // Re-drives the parked prepares whose blocking transaction is decided.
 void redrive_ready(partition_self self) {
   auto& st = self->state;
@@ -354,8 +371,38 @@ void redrive_ready(partition_self self) {
       continue;
     auto parked = std::move(i->second);
     st.parked.erase(i);
+    if (!st.repl.serves_clients()) {
+      // No longer the primary: nothing of a client's is staged here (it
+      // would put records in a replica's journal that its primary never
+      // wrote); the coordinator retries at the primary.
+      cancel_waiting_prepare(*st.core, tx);
+      parked.reply(part_time_resp{st.repl.refusal(st.index), 0, 0});
+      continue;
+    }
     admit_prepare(self, tx, parked.two_phase, st.core->resume_prepare(tx),
                   std::move(parked.reply));
+  }
+}
+
+// This copy stopped leading (docs/REPLICATION.md): the reads parked for
+// their snapshot and the prepares waiting for another transaction are
+// refused (their coordinators retry at the primary). Served here later,
+// a read would see this copy's state, which no longer follows every
+// commit, and a prepare would be journaled by a replica.
+void refuse_waiting(partition_self self) {
+  auto& st = self->state;
+  if (!st.core)
+    return;
+  auto refusal = st.repl.refusal(st.index);
+  auto reads = std::move(st.reads);
+  st.reads.clear();
+  for (auto& r : reads)
+    r.answer(part_read_resp{refusal, {}});
+  auto parked = std::move(st.parked);
+  st.parked.clear();
+  for (auto& [tx, p] : parked) {
+    cancel_waiting_prepare(*st.core, tx);
+    p.reply(part_time_resp{refusal, 0, 0});
   }
 }
 
@@ -377,6 +424,10 @@ void retry_reads(partition_self self) {
   auto& st = self->state;
   if (st.reads.empty())
     return;
+  if (!st.repl.serves_clients()) {
+    refuse_waiting(self);
+    return;
+  }
   auto safe = readable_time(self);
   std::vector<waiting_read> still;
   std::uint64_t ahead = 0;
@@ -677,11 +728,65 @@ std::optional<error> parked_reads_full(partition_self self) {
                       + " reads waiting for their snapshot; retry later");
 }
 
+// A copy whose board slot stays far below the clock holds back the stable
+// time of its whole node (clients without a clock read old snapshots there,
+// then "snapshot too old"): it says so, with what holds it, every 10 s.
+void warn_if_holding(partition_self self) {
+  auto& st = self->state;
+  constexpr std::uint64_t held_limit_us = 10'000'000;
+  const std::uint64_t prepared = st.core->blocked_from();
+  const std::uint64_t visible = st.repl.visible_below();
+  const std::uint64_t held = std::min(prepared, visible);
+  const auto now = std::chrono::steady_clock::now();
+  if (held == UINT64_MAX || held + held_limit_us > wall_clock_us()
+      || now - st.held_warned < std::chrono::seconds{10})
+    return;
+  st.held_warned = now;
+  std::ostringstream why;
+  if (prepared == held) {
+    why << "transaction(s) prepared and undecided here:";
+    for (const auto& u : st.core->prepared_before(held + 1))
+      why << " " << u.tx << " at " << u.prepare_time;
+  } else {
+    why << "commits not yet on a write quorum of copies";
+  }
+  log(log_level::warn, "partition ", st.index, ": holds this node's stable time at ", held,
+      " (", (wall_clock_us() - held) / 1000000, " s ago): ", why.str(), " (",
+      st.repl.describe(), ")");
+}
+
+// Reads parked for over half a second (their snapshot above what this copy
+// can serve): at debug level, once a second, what holds them.
+void log_parked_reads(partition_self self) {
+  auto& st = self->state;
+  if (st.reads.empty() || current_log_level() > log_level::debug)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  auto oldest = st.reads.front().since;
+  std::uint64_t lowest = UINT64_MAX;
+  for (const auto& r : st.reads) {
+    oldest = std::min(oldest, r.since);
+    lowest = std::min(lowest, r.req.snapshot.get(local_dc));
+  }
+  if (now - oldest < std::chrono::milliseconds{500}
+      || now - st.parked_logged < std::chrono::seconds{1})
+    return;
+  st.parked_logged = now;
+  log(log_level::debug, "partition ", st.index, ": ", st.reads.size(),
+      " read(s) parked, the oldest for ",
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest).count(),
+      " ms; lowest snapshot ", lowest, ", readable up to ", readable_time(self),
+      " (prepared from ", st.core->blocked_from(), ", visible below ",
+      st.repl.visible_below(), "; ", st.repl.describe(), ")");
+}
+
 void on_tick(partition_self self) {
   auto& st = self->state;
   if (!st.core)
     return; // closed for a handoff or forwarding: nothing to tick
   ++st.ticks;
+  warn_if_holding(self);
+  log_parked_reads(self);
   expire_reads(self);
   sync_if_due(self, std::max(st.timers.sync_interval - st.timers.tick(),
                              std::chrono::milliseconds{0}));
@@ -764,6 +869,15 @@ caf::behavior partition_fn(partition_self self,
   if (replicated)
     self->state.repl.start_following();
   self->state.repl.on_reopen([self](const std::string& dir) { return take_full_copy(self, dir); });
+  // A replica's prepared set changes with the batches it applies: its slot
+  // follows (before this, a copy that had led kept the slot it last
+  // published as primary, a prepare time from the moment of a fault, and
+  // pinned its node's stable time for good: docs/RELIABILITY.md, finding 2).
+  self->state.repl.on_replicated([self] {
+    if (self->state.core)
+      publish(self);
+  });
+  self->state.repl.on_stopped_serving([self] { refuse_waiting(self); });
   self->state.repl.on_visible([self] {
     if (!self->state.core)
       return;
@@ -777,6 +891,10 @@ caf::behavior partition_fn(partition_self self,
   schedule_tick(self);
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
+    // The slot is this node's copy of the partition, which may have a
+    // successor already (a stale copy replaced by an empty one): what this
+    // actor does from here on is no longer published.
+    st.slot.reset();
     if (st.core && st.core->has_staged())
       flush_now(self);
     // Durability periodic: what was acknowledged is synced now; batch: the

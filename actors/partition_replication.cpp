@@ -36,6 +36,10 @@ constexpr std::chrono::milliseconds refused_retry{50};
 constexpr std::chrono::milliseconds step_down_grace{1000};
 // "No prefix check" in r_append / r_fetch: the record before is unknown.
 constexpr std::uint64_t no_prev = UINT64_MAX;
+// Set in the role an r_fence answer carries when the copy that promised is
+// being filled (or not yet configured, so it cannot tell): its promise
+// counts only when every other copy promised too.
+constexpr std::uint8_t filling_flag = 0x80;
 
 std::pair<std::uint64_t, std::uint64_t> wire_prev(const std::optional<tx_id>& t, bool known) {
   if (!known)
@@ -342,7 +346,7 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
     // higher term.
     ++epoch_;
     primary_ = self_node_;
-    role_ = copy_role::promoting;
+    set_role(copy_role::promoting);
     promote(self, core);
   }
 }
@@ -350,8 +354,11 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
 void partition_replication::configure(caf::event_based_actor* self, partition_core* core,
                                       copy_role role, node_id primary,
                                       std::vector<node_id> peers,
-                                      std::vector<caf::actor> handles, std::uint32_t w) {
+                                      std::vector<caf::actor> handles, std::uint32_t w,
+                                      bool filling) {
   const copy_role before = role_;
+  filling_ = filling;
+  configured_ = true;
   // The same configuration again (the membership re-sends on every change
   // of the table) changes nothing.
   bool same_peers = peers.size() == peers_.size();
@@ -397,13 +404,13 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
                            + primary_ + " before the write reached " + std::to_string(w_)
                            + " copies; its outcome is unknown: retry with the same op ids"));
   if (!core) {
-    role_ = role;
+    set_role(role);
     return;
   }
   if (role == copy_role::solo || role == copy_role::replica) {
     // Nothing to ship any more: no progress, no batches kept, the log
     // truncated by checkpoints alone.
-    role_ = role;
+    set_role(role);
     progress_.reset();
     recent_.clear();
     recent_records_ = 0;
@@ -413,15 +420,37 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
       log(log_level::info, "partition ", core->index(), ": replica of ", primary_);
     return;
   }
-  // Primary: a copy that already leads only takes the new peer list; any
-  // other first catches up from the copies that answer.
+  // Primary: a copy that already leads only takes the new peer list,
+  // while it still sees enough copies for a write quorum; any other first
+  // catches up from the copies that answer.
+  std::size_t reachable = 0;
+  for (const auto& p : peers_)
+    reachable += p.handle ? 1 : 0;
+  if (before == copy_role::primary && reachable + 1 < w_) {
+    // It lost sight of the copies it needs: they may elect another primary
+    // and take writes meanwhile (a paused node, or one cut off). It leads
+    // again only through a take-over round under a new term, which brings
+    // it what they acknowledged, or finds its own tail stale. Leading on
+    // when they came back lost acknowledged writes (docs/RELIABILITY.md,
+    // "What the cluster runs found", finding 1).
+    stop_leading("partition " + std::to_string(index_)
+                 + ": the primary lost sight of its copies before the write reached "
+                 + std::to_string(w_) + " copies; its outcome is unknown: retry with the "
+                   "same op ids");
+    log(log_level::warn, "partition ", core->index(), ": sees ", reachable, " of the ",
+        peers_.size(), " other copies, fewer than a write quorum needs: stops leading until a "
+        "take-over round succeeds");
+    set_role(copy_role::promoting);
+    promote(self, *core);
+    return;
+  }
   if (before == copy_role::primary || before == copy_role::solo) {
     if (before == copy_role::solo)
       term_ = fence_.start_round(self_node_, wall_clock_us()); // no other copy to ask
     become_primary(self, *core);
     return;
   }
-  role_ = copy_role::promoting;
+  set_role(copy_role::promoting);
   promote(self, *core);
 }
 
@@ -551,6 +580,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   };
   struct round {
     std::size_t asked = 0, answered = 0, failed = 0, refused = 0;
+    std::size_t filling = 0; // of those answered: copies being filled
+    bool finished = false;   // decided (late answers change nothing)
     bool higher = false; // a refusal named a term above this round's
     std::uint64_t best_end = 0;
     std::size_t best = 0;
@@ -563,15 +594,33 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   r->best = peers_.size();
   const auto epoch = epoch_;
   auto done = [this, self, r, need, epoch]() {
-    if (epoch != epoch_ || r->answered + r->failed + r->refused < r->asked)
+    // The round ends once every copy asked has answered, or as soon as
+    // enough copies (not being filled) promised: any n - w + 1 copies meet
+    // every write quorum, so the longest of them has every acknowledged
+    // write. Waiting for the rest made a round last the 3 s timeout of a
+    // copy that never answers (a link lost meanwhile), while the others'
+    // rounds, one after the other, fenced it: after kills on 5 nodes three
+    // copies of a partition took turns trying to lead and none ever did.
+    if (epoch != epoch_ || r->finished)
       return;
+    const bool all_in = r->answered + r->failed + r->refused >= r->asked;
+    if (!all_in && r->answered - r->filling < need)
+      return;
+    r->finished = true;
     auto* c = core_ ? core_() : nullptr;
     if (!c)
       return;
     log(log_level::debug, "partition ", c->index(), ": take-over round (term ",
-        term_.to_string(), ") promised by ", r->answered, " of ", r->asked, ", refused by ",
-        r->refused, " (longest end ", r->best_end, ")");
-    if (r->answered < need) {
+        term_.to_string(), ") promised by ", r->answered, " of ", r->asked, " (", r->filling,
+        " being filled), refused by ", r->refused, " (longest end ", r->best_end, ")");
+    // A copy being filled lacks what its predecessor held (docs/REPLICATION.md,
+    // "Filling copies"): its promise counts only when every other copy
+    // promised, so that no copy that may hold an acknowledged write is
+    // missing from the round (and with every copy there, waiting brings
+    // nothing more back: without this, copies all being filled but one
+    // never got a primary again).
+    const bool everyone = r->answered == peers_.size();
+    if (r->answered - r->filling < need && !everyone) {
       promote_round_ = 0; // the next tick asks again
       fence_.abandon_round(term_);
       log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
@@ -604,7 +653,12 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           return;
         }
       }
-      become_primary(self, *c);
+    }
+    round_answers_.clear();
+    for (const auto& a : r->answers)
+      round_answers_.push_back({peers_[a.peer].node, a.end, a.last_o, a.last_s});
+    if (r->best == peers_.size()) {
+      become_primary(self, *c, true);
       return;
     }
     pull_from(self, r->best, r->best_end, epoch);
@@ -615,8 +669,9 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     ++r->asked;
     self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by)
       .then(
-        [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t, std::uint64_t last_o,
-                           std::uint64_t last_s, std::uint64_t pn, node_id& pby) {
+        [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t role,
+                           std::uint64_t last_o, std::uint64_t last_s, std::uint64_t pn,
+                           node_id& pby) {
           if (!promised) {
             ++r->refused;
             copy_term theirs{pn, std::move(pby)};
@@ -627,6 +682,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
             return;
           }
           ++r->answered;
+          if (role & filling_flag)
+            ++r->filling;
           r->answers.push_back({i, end, last_o, last_s});
           if (end > r->best_end) {
             r->best_end = end;
@@ -650,7 +707,7 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
     return;
   const lsn from = c->log_end();
   if (from >= target) {
-    become_primary(self, *c);
+    become_primary(self, *c, true);
     return;
   }
   std::optional<tx_id> prev;
@@ -689,7 +746,7 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
           return;
         }
         if (b->empty()) {
-          become_primary(self, *core);
+          become_primary(self, *core, true);
           return;
         }
         // The copy that sent it checked the record before it (r_fetch's
@@ -707,7 +764,10 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
                          "has before the same record");
             return;
         }
-        if (auto end = core->apply_replicated(*b); !end) {
+        auto end = core->apply_replicated(*b);
+        if (on_replicated_)
+          on_replicated_();
+        if (!end) {
           log(log_level::error, "partition ", core->index(), ": catch-up failed: ",
               end.err().to_string());
           promote_round_ = 0;
@@ -721,7 +781,8 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
       });
 }
 
-void partition_replication::become_primary(caf::event_based_actor* self, partition_core& core) {
+void partition_replication::become_primary(caf::event_based_actor* self, partition_core& core,
+                                           bool after_round) {
   std::vector<node_id> nodes;
   for (const auto& p : peers_)
     nodes.push_back(p.node);
@@ -733,7 +794,45 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
   const bool was = role_ == copy_role::primary;
   progress_ = std::move(*prog);
   progress_->local_durable(core.log_end());
-  role_ = copy_role::primary;
+  if (after_round) {
+    // What the round learnt: how far the copies that promised go (each a
+    // prefix of this journal, checked). The tail beyond the quorum point is
+    // on fewer than w copies (an old primary's last writes, answered
+    // "outcome unknown" or not at all): its commits stay invisible to reads
+    // until it is, as a primary's own fresh writes do, so that no read
+    // shows what a failover right now could take back.
+    for (const auto& a : round_answers_) {
+      if (a.end == 0 || a.end > core.log_end() || a.last_o == no_prev)
+        continue;
+      auto mine = core.tx_at(a.end - 1);
+      if (!mine)
+        continue; // folded here: cannot tell
+      const bool same = *mine ? ((*mine)->origin == a.last_o && (*mine)->seq == a.last_s)
+                              : (a.last_o == 0 && a.last_s == 0);
+      if (same)
+        progress_->acked(a.node, a.end);
+    }
+    const lsn q = progress_->quorum_end();
+    std::uint64_t first_commit = UINT64_MAX;
+    for (lsn at = std::max<lsn>(q, 1); at < core.log_end();) {
+      auto b = core.records_from(at, max_records_per_send);
+      if (!b || b->empty()) {
+        first_commit = 0; // cannot tell: nothing visible until replicated
+        break;
+      }
+      for (const auto& r : b->records)
+        if (auto* c = std::get_if<commit_record>(&r))
+          first_commit = std::min(first_commit, c->commit_time.get(local_dc));
+      at = b->end();
+    }
+    if (first_commit != UINT64_MAX && q < core.log_end()) {
+      unreplicated_.clear();
+      unreplicated_.emplace_back(core.log_end(), first_commit);
+      if (on_visible_)
+        on_visible_();
+    }
+  }
+  set_role(copy_role::primary);
   core.keep_flushed(true);
   last_tx_known_ = false;
   for (auto& p : peers_)
@@ -753,10 +852,23 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
   log(log_level::warn, "partition ", index_, ": steps down as primary (term ",
       term_.to_string(), "): a higher term was promised",
       (by.by.empty() ? std::string{} : " to " + by.by + " (term " + by.to_string() + ")"));
-  fail_held(make_error(errc::unavailable,
-                       "partition " + std::to_string(index_) + ": the primary stepped down "
-                         "before the write reached " + std::to_string(w_)
-                         + " copies; its outcome is unknown: retry with the same op ids"));
+  stop_leading("partition " + std::to_string(index_) + ": the primary stepped down "
+               "before the write reached " + std::to_string(w_)
+               + " copies; its outcome is unknown: retry with the same op ids");
+  set_role(copy_role::replica);
+  primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
+  stepped_down_at_ = std::chrono::steady_clock::now();
+}
+
+void partition_replication::set_role(copy_role r) {
+  const bool served = serves_clients();
+  role_ = r;
+  if (served && !serves_clients() && on_stopped_serving_)
+    on_stopped_serving_();
+}
+
+void partition_replication::stop_leading(const std::string& why) {
+  fail_held(make_error(errc::unavailable, why));
   if (!unreplicated_.empty()) {
     unreplicated_.clear();
     if (on_visible_)
@@ -771,16 +883,13 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
     core->keep_flushed(false);
     core->keep_log_from(0);
   }
-  role_ = copy_role::replica;
-  primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
-  stepped_down_at_ = std::chrono::steady_clock::now();
 }
 
 void partition_replication::report_stale(caf::event_based_actor* self, partition_core& core,
                                          const std::string& why) {
   if (role_ == copy_role::stale)
     return;
-  role_ = copy_role::stale;
+  set_role(copy_role::stale);
   ++epoch_;
   fail_held(make_error(errc::unavailable, "partition " + std::to_string(core.index())
                                             + ": this copy went stale; retry"));
@@ -795,6 +904,8 @@ std::string partition_replication::describe() const {
   os << to_string(role_);
   if (role_ == copy_role::replica && !primary_.empty())
     os << " of " << primary_;
+  if (filling_)
+    os << " (filling)";
   if (role_ == copy_role::primary && progress_) {
     os << ", term " << term_.to_string() << ", w " << w_;
     for (const auto& p : peers_)
@@ -812,12 +923,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
   return {
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
                  std::vector<node_id>& peers, std::vector<caf::actor>& handles,
-                 std::uint32_t w) {
+                 std::uint32_t w, bool filling) {
       membership_ = caf::actor_cast<caf::actor>(self->current_sender());
       if (peers.size() != handles.size() || role > static_cast<std::uint8_t>(copy_role::stale))
         return;
       configure(self, core_(), static_cast<copy_role>(role), std::move(primary),
-                std::move(peers), std::move(handles), w);
+                std::move(peers), std::move(handles), w, filling);
     },
     [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
                  std::uint64_t prev_s, std::uint64_t term_n, node_id& term_by)
@@ -855,6 +966,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       if (b->empty() && b->first < end)
         return answer(end, repl_status::diverged); // this copy holds more than the primary
       auto applied = c->apply_replicated(*b);
+      if (on_replicated_)
+        on_replicated_();
       if (!applied) {
         report_stale(self, *c, applied.err().to_string());
         return answer(end, repl_status::diverged);
@@ -914,6 +1027,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
             ": ", end.err().to_string());
         return {0, status(repl_status::refused)};
       }
+      if (on_replicated_)
+        on_replicated_();
       log(log_level::info, "partition ", index_, ": took a full copy from ", from,
           " (journal end ", *end, ")");
       return {*end, status(repl_status::applied)};
@@ -948,7 +1063,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         o = *tx ? (*tx)->origin : 0;
         q = *tx ? (*tx)->seq : 0;
       }
-      return {true, c->log_end(), static_cast<std::uint8_t>(role_), o, q, t.n, t.by};
+      // A copy being filled (or not configured yet: it cannot tell) says
+      // so: it may lack writes acknowledged before it was made, and a round
+      // that counted it as any other could take over without them.
+      const auto role = static_cast<std::uint8_t>(
+        static_cast<std::uint8_t>(role_) | (filling_ || !configured_ ? filling_flag : 0));
+      return {true, c->log_end(), role, o, q, t.n, t.by};
     },
     // For `cluster status` (actors/replication_status.hpp): this copy's
     // role, journal end and term, and, as a primary, how far each other

@@ -25,14 +25,16 @@
 //   (r_fence, term n, term by) -> (promised, end, role, origin and seq of
 //        the tx of the record at end - 1, promised term n, by): a take-over
 //        round's question (replication/copy_fence.hpp); a primary that
-//        promises a higher term than its own steps down
+//        promises a higher term than its own steps down; role has bit 0x80
+//        set when the copy is being filled (or not configured yet)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
 //   (r_seed, from node, offset, bytes, last, term n, term by) -> (end,
 //        status): a full copy of the primary's store, in order, for a copy
 //        its log cannot bring up to date (docs/REPLICATION.md, "Full copies")
 // from the membership actor of the same node:
-//   (r_config, role, primary node, peer nodes, peer actors, w)
+//   (r_config, role, primary node, peer nodes, peer actors, w, filling)
+//        filling: this copy is being filled; it promises no take-over round
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -99,6 +101,15 @@ public:
   }
   /// Called when visible_below() rises (the partition retries its reads).
   void on_visible(std::function<void()> fn) { on_visible_ = std::move(fn); }
+  /// Called when this copy stops serving clients (it no longer leads): the
+  /// partition refuses what it holds for them (parked reads and prepares),
+  /// which only the primary may serve.
+  void on_stopped_serving(std::function<void()> fn) { on_stopped_serving_ = std::move(fn); }
+  /// Called after batches from another copy changed the core (r_append, a
+  /// take-over's pull, a full copy): its prepared set, so its blocked_from(),
+  /// changed outside the partition's own writes (the partition publishes it
+  /// on the node's safe-time board).
+  void on_replicated(std::function<void()> fn) { on_replicated_ = std::move(fn); }
 
   /// How a replica takes a full copy received from its primary: the
   /// partition actor closes the core, puts the folder `copy_dir` in the
@@ -141,7 +152,7 @@ private:
 
   void configure(caf::event_based_actor* self, partition_core* core, copy_role role,
                  node_id primary, std::vector<node_id> peers,
-                 std::vector<caf::actor> handles, std::uint32_t w);
+                 std::vector<caf::actor> handles, std::uint32_t w, bool filling);
   void pump(caf::event_based_actor* self, partition_core& core);
   void send_to(caf::event_based_actor* self, partition_core& core, peer_link& p);
   void on_ack(caf::event_based_actor* self, const node_id& node, std::uint64_t end,
@@ -153,7 +164,17 @@ private:
   void promote(caf::event_based_actor* self, partition_core& core);
   void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
                  std::uint64_t epoch);
-  void become_primary(caf::event_based_actor* self, partition_core& core);
+  // Leads: after a take-over round (`after_round`: the journal ends the
+  // copies promised are known, `round_ends_`), or again with a new peer
+  // list (already primary, or n_val 1).
+  void become_primary(caf::event_based_actor* self, partition_core& core,
+                      bool after_round = false);
+  // No longer leads (stepped down, or lost sight of a write quorum of
+  // copies): held writes are answered "outcome unknown" with `why`, nothing
+  // is shipped any more.
+  void stop_leading(const std::string& why);
+  // Every change of role_ (tells the partition when it stops serving).
+  void set_role(copy_role r);
   // A higher term than this copy's own was promised here: it no longer
   // leads (its held writes' outcome is unknown) and follows `by`.
   void step_down(caf::event_based_actor* self, const copy_term& by);
@@ -175,6 +196,8 @@ private:
   // time in it), oldest first; non-decreasing in both.
   std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
   std::function<void()> on_visible_;
+  std::function<void()> on_replicated_;
+  std::function<void()> on_stopped_serving_;
   reopen_fn reopen_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
@@ -183,10 +206,26 @@ private:
   std::uint64_t epoch_ = 0; // bumped per configuration: late answers are dropped
   bool pump_scheduled_ = false;
   std::uint64_t promote_round_ = 0; // the epoch whose take-over round is out
+  // What the copies that promised the last successful round answered: the
+  // end of each one's journal and the transaction of its last record.
+  struct round_answer {
+    node_id node;
+    lsn end = 0;
+    std::uint64_t last_o = 0, last_s = 0;
+  };
+  std::vector<round_answer> round_answers_;
   std::uint32_t index_ = 0;
   copy_fence fence_;   // the terms this copy promised (replication/copy_fence.hpp)
   copy_term term_;     // the term it leads under (primary), or tries to (promoting)
   bool wants_primary_ = false; // its membership's last r_config named it primary
+  // Being filled (r_config): it lacks writes acknowledged before it was
+  // made, so its promise counts in a take-over round only when every copy
+  // promised (one that needs it could miss them otherwise).
+  bool filling_ = false;
+  // Whether its membership configured it yet: until then it does not know
+  // whether it is filling (a node restarted while its copy was), so it
+  // answers a round as a filling copy.
+  bool configured_ = false;
   std::chrono::steady_clock::time_point stepped_down_at_{};
 };
 

@@ -9,7 +9,7 @@ namespace tally {
 
 std::string copy_config::key() const {
   std::string k = std::to_string(static_cast<int>(role)) + "|" + primary + "|"
-                  + std::to_string(w);
+                  + std::to_string(w) + (filling ? "|filling" : "");
   for (std::size_t i = 0; i < peers.size(); ++i)
     k += "|" + peers[i] + "@" + std::to_string(handles[i] ? handles[i].id() : 0) + ":"
          + caf::to_string(handles[i] ? handles[i].node() : caf::node_id{});
@@ -39,6 +39,7 @@ partition_plan plan_partition(std::uint32_t p, const std::vector<copy_view>& cop
     c.w = w;
     c.primary = primary ? copies[*primary].node : node_id{};
     c.role = primary && *primary == i ? copy_role::primary : copy_role::replica;
+    c.filling = copies[i].filling;
     for (std::size_t j = 0; j < copies.size(); ++j) {
       if (j == i)
         continue;

@@ -42,6 +42,10 @@ struct copy_config {
   std::vector<node_id> peers;        // the other copies, in preference order
   std::vector<caf::actor> handles;   // null where unreachable or stale
   std::uint32_t w = 1;
+  /// This node's copy is being filled (empty or catching up after it was
+  /// made or replaced): it follows the primary but neither leads nor
+  /// promises a take-over round (docs/REPLICATION.md, "Filling copies").
+  bool filling = false;
 
   /// Equal configurations have equal keys (to send only changes).
   std::string key() const;

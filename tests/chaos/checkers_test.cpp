@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(availability_classes_attempts_by_the_fault_under_way) {
   std::vector<fault_record> faults{{"kill", {1}, 10 * s, 20 * s},
                                    {"pause", {0, 2}, 30 * s, 35 * s}};
   auto at = [&](int node, double t, bool ok) {
-    return attempt_record{node, std::uint64_t(t * double(s)), std::uint64_t(t * double(s)) + 1, ok};
+    return attempt_record{node, std::uint64_t(t * double(s)), std::uint64_t(t * double(s)) + 1, ok, {}};
   };
   std::vector<attempt_record> attempts{
     at(0, 5, true),   at(2, 9.9, false),                  // outside

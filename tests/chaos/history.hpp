@@ -52,6 +52,7 @@ struct attempt_record {
   std::uint64_t invoke_ns = 0;
   std::uint64_t complete_ns = 0;
   bool ok = false; // answered with success (a failure: an error or no answer)
+  std::string why;  // a failure: the error answered, or what the client saw
 };
 
 /// A fault the nemesis injected, from its start to the moment it was

@@ -330,15 +330,35 @@ void link_proxy::accept_on(front& f) {
     c->down = fd;
     // The opener is found while its socket is still open: a node whose
     // connect attempt is pending keeps it.
+    const auto peer = port_of(fd, true);
+    auto opener_alive = [&] {
+      return socket_inode("/proc/net/tcp", peer, f.port) != 0
+             || socket_inode("/proc/net/tcp6", peer, f.port) != 0;
+    };
     pid_t pid = -1;
     for (int i = 0; i < 3 && pid < 0; ++i)
-      pid = child_owning_connection(port_of(fd, true), f.port);
+      pid = child_owning_connection(peer, f.port);
     c->origin = pid > 0 ? node_of_pid_(pid) : -1;
+    // A node being killed may hold a live socket its fd table no longer
+    // lists (the kernel closes a dying process's files one by one): looked
+    // at again a few times, 10 ms apart, until it is found or gone.
+    for (int i = 0; i < 10 && c->origin < 0 && opener_alive(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      pid = child_owning_connection(peer, f.port);
+      c->origin = pid > 0 ? node_of_pid_(pid) : -1;
+    }
     if (c->origin < 0) {
       // Not from a known node (or its end is already gone): refusing it
-      // keeps a cut node from slipping through unrecognised.
+      // keeps a cut node from slipping through unrecognised. An end that
+      // no process holds any more (absent from the socket tables, or
+      // orphaned: inode 0) was closed by its opener, a node killed while
+      // it connected: nothing can pass through it, so it is counted
+      // apart from a live socket of no known node.
       ++stats_.refused;
-      ++stats_.unknown_origin;
+      if (!opener_alive())
+        ++stats_.opener_gone;
+      else
+        ++stats_.unknown_origin;
       close_with_reset(fd);
       continue;
     }

@@ -62,7 +62,11 @@ public:
   struct counters {
     std::uint64_t accepted = 0;        // connections accepted on front ports
     std::uint64_t refused = 0;         // reset at accept: a cut node's, or no known origin
-    std::uint64_t unknown_origin = 0;  // of those: no node owned the other end
+    std::uint64_t unknown_origin = 0;  // of those: a live socket no node owned
+    // Of those: the opener's end was closed before it could be told apart
+    // (no process holds it any more: a node killed while it connected);
+    // such a connection carries nothing.
+    std::uint64_t opener_gone = 0;
     std::uint64_t reset_by_cut = 0;    // open connections reset by a cut
     std::uint64_t frozen_by_cut = 0;   // open connections frozen by a blackhole cut
     std::uint64_t bytes = 0;           // forwarded, both directions

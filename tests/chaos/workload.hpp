@@ -82,6 +82,22 @@ inline bool acked(const std::optional<response>& r) {
   return c && c->success;
 }
 
+/// Why an answer `r` (nullopt: none; the client's `last_error` says why)
+/// is not a success, for the history of failed attempts.
+inline std::string failure_of(const std::optional<response>& r, const std::string& last_error) {
+  if (!r)
+    return "no answer: " + last_error;
+  if (auto* e = std::get_if<error_resp>(&*r))
+    return e->err.to_string();
+  if (auto* c = std::get_if<commit_resp>(&*r))
+    return "commit failed, code " + std::to_string(c->error_code);
+  if (auto* o = std::get_if<operation_resp>(&*r))
+    return "update failed, code " + std::to_string(o->error_code);
+  if (auto* t = std::get_if<start_transaction_resp>(&*r))
+    return "start failed, code " + std::to_string(t->error_code);
+  return "unexpected answer";
+}
+
 /// A client clock at this machine's wall clock now (the nodes' clocks on
 /// 127.0.0.1): a read at it sees every update acknowledged before.
 inline std::string clock_now() {
@@ -192,8 +208,8 @@ private:
   }
   int session_id() const { return index_ * 1000 + session_; }
 
-  void attempt(std::uint64_t invoked, bool ok) {
-    log_.attempts.push_back(attempt_record{node_, invoked, now_ns(), ok});
+  void attempt(std::uint64_t invoked, bool ok, std::string why = {}) {
+    log_.attempts.push_back(attempt_record{node_, invoked, now_ns(), ok, std::move(why)});
   }
 
   // An update, retried with the same op ids over new connections until
@@ -221,9 +237,17 @@ private:
       if (tries > 0) // back off: 10, 20, 40, 80, then 160 ms between resends
         std::this_thread::sleep_for(std::chrono::milliseconds(10 << std::min(tries - 1, 4)));
       auto sent = now_ns();
-      bool done = kind == op_kind::pair_interactive ? interactive(req.updates)
-                                                    : acked(client_.call(req));
-      attempt(sent, done);
+      std::string why;
+      bool done = false;
+      if (kind == op_kind::pair_interactive) {
+        done = interactive(req.updates, why);
+      } else {
+        auto r = client_.call(req);
+        done = acked(r);
+        if (!done)
+          why = failure_of(r, client_.last_error);
+      }
+      attempt(sent, done, std::move(why));
       if (done) {
         op.result = outcome::ok;
         break;
@@ -241,16 +265,24 @@ private:
   // One interactive transaction with `ups` (no client clock: the
   // connection's session floor applies); true when its commit was
   // acknowledged. A retry runs it again with the same op ids.
-  bool interactive(const std::vector<update_op>& ups) {
+  bool interactive(const std::vector<update_op>& ups, std::string& why) {
     auto s = client_.call(start_transaction_req{});
     auto* st = s ? std::get_if<start_transaction_resp>(&*s) : nullptr;
-    if (!st || !st->success)
+    if (!st || !st->success) {
+      why = "start: " + failure_of(s, client_.last_error);
       return false;
+    }
     auto u = client_.call(update_objects_req{ups, st->transaction_descriptor});
     auto* ok = u ? std::get_if<operation_resp>(&*u) : nullptr;
-    if (!ok || !ok->success)
+    if (!ok || !ok->success) {
+      why = "update: " + failure_of(u, client_.last_error);
       return false;
-    return acked(client_.call(commit_transaction_req{st->transaction_descriptor}));
+    }
+    auto c = client_.call(commit_transaction_req{st->transaction_descriptor});
+    if (acked(c))
+      return true;
+    why = "commit: " + failure_of(c, client_.last_error);
+    return false;
   }
 
   void read() {
@@ -268,7 +300,7 @@ private:
       attempt(op.invoke_ns, true);
     } else {
       op.result = r && std::holds_alternative<error_resp>(*r) ? outcome::failed : outcome::unknown;
-      attempt(op.invoke_ns, false);
+      attempt(op.invoke_ns, false, "read: " + failure_of(r, client_.last_error));
       client_.close();
       connect(node_);
     }
