@@ -720,6 +720,22 @@ status partition_core::stage_commit(const tx_id& tx,
     return make_error(errc::not_found, "commit of a transaction this "
                                        "partition has not prepared");
   }
+  if (i->second.commit_time) {
+    // Its commit is staged or journaled already and not yet applied (its
+    // batch waits for a sync or for a write quorum of copies): a second
+    // commit record would make every copy refuse the journal ("a second
+    // commit") and replace itself again and again. The asker (a resolution
+    // retrying a decision that timed out, a coordinator's resend) asks
+    // again once the first commit is applied and then hears "committed".
+    if (i->second.commit_time == commit_time)
+      return make_error(errc::unavailable,
+                        "the commit of this transaction is under way "
+                        "(waiting for its sync or for a write quorum of "
+                        "copies); retry");
+    return make_error(errc::invalid_argument,
+                      "a commit of this transaction at another time is "
+                      "under way");
+  }
   if (commit_time < i->second.prepare_time)
     return make_error(errc::invalid_argument,
                       "commit time below the prepare time");
@@ -749,8 +765,12 @@ status partition_core::stage_abort(const tx_id& tx) {
     }
     return {};
   }
-  if (prepared_.count(tx) == 0)
+  auto i = prepared_.find(tx);
+  if (i == prepared_.end())
     return {};
+  if (i->second.commit_time) // decided: its commit is staged or journaled
+    return make_error(errc::invalid_argument,
+                      "abort of a transaction whose commit is under way");
   drop_prepared(tx);
   if (failed_)
     return {};

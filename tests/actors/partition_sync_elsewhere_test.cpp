@@ -126,6 +126,44 @@ BOOST_AUTO_TEST_CASE(a_failed_sync_stops_the_partition_and_applies_nothing) {
   BOOST_CHECK(refused);
 }
 
+// Chaos finding (5 nodes, kill -9): a resolution whose decision timed out
+// (the commit waited for a write quorum of copies that were down) decided
+// again, and the primary journaled a second commit of the transaction;
+// every copy then refused the journal ("a second commit") and was replaced
+// again and again, and the commit never reached a quorum. A commit already
+// under way is now refused with "retry", an abort of it too, and the same
+// commit once applied is acknowledged without a record.
+BOOST_AUTO_TEST_CASE(a_commit_already_under_way_is_not_journaled_twice) {
+  auto c = open(durability::batch);
+  const tx_id tx{1, 1};
+  auto p = c->stage_prepare(tx, {inc("x", 5)}, 0, true);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->flush());
+  const auto t = p->prepare_time + 1;
+  BOOST_REQUIRE(c->stage_commit(tx, t));
+  BOOST_REQUIRE(c->flush());
+  const auto end = c->log_end();
+  BOOST_CHECK(c->has_unsynced()); // the commit waits for its sync
+  auto again = c->stage_commit(tx, t);
+  BOOST_REQUIRE(!again);
+  BOOST_CHECK(again.err().code() == errc::unavailable);
+  BOOST_CHECK(!c->stage_commit(tx, t + 1)); // another decision: refused
+  BOOST_CHECK(!c->stage_abort(tx));
+  BOOST_CHECK(!c->has_staged());
+  BOOST_REQUIRE(c->flush());
+  BOOST_CHECK_EQUAL(c->log_end(), end);
+  auto job = c->sync_job();
+  BOOST_REQUIRE(job);
+  BOOST_REQUIRE(c->synced(job->upto, run(*job)));
+  BOOST_CHECK_EQUAL(c->prepared_count(), 0u);
+  // Applied: the same decision is acknowledged (the journal's decision),
+  // with nothing staged.
+  BOOST_CHECK(c->stage_commit(tx, t));
+  BOOST_CHECK(!c->has_staged());
+  now += 1000;
+  BOOST_CHECK_EQUAL(value_at(*c, "x", t), 5);
+}
+
 BOOST_AUTO_TEST_CASE(a_sync_on_the_partitions_own_thread_applies_what_waits) {
   // The shutdown path (and a partition without sync threads): sync() here.
   auto c = open(durability::batch);
