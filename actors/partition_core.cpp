@@ -1066,6 +1066,24 @@ status partition_core::stage_replicated(const journal_record& rec) {
   return {};
 }
 
+bool partition_core::overlap_matches(const replication_batch& b) {
+  const lsn end = log_->next_lsn();
+  const lsn from = std::max(b.first, log_->truncation_lsn());
+  const lsn to = std::min(end, b.end());
+  if (from >= to)
+    return true;
+  bool same = true;
+  auto st = log_->scan(from, to, [&](lsn at, const journal_record& mine) {
+    const auto& theirs = b.records[at - b.first];
+    if (mine.index() != theirs.index() || record_tx(mine) != record_tx(theirs)) {
+      same = false;
+      return false;
+    }
+    return true;
+  });
+  return st && same;
+}
+
 expected<lsn> partition_core::apply_replicated(const replication_batch& b) {
   if (failed_)
     return make_error(errc::unavailable,
@@ -1077,6 +1095,12 @@ expected<lsn> partition_core::apply_replicated(const replication_batch& b) {
                       "partition " + std::to_string(opts_.index)
                         + ": replicated batch starts at LSN " + std::to_string(b.first)
                         + ", this journal ends at " + std::to_string(end));
+  if (b.first < end && !overlap_matches(b))
+    return make_error(errc::corrupt,
+                      "partition " + std::to_string(opts_.index)
+                        + ": replicated batch from LSN " + std::to_string(b.first)
+                        + " differs from this journal's records below "
+                        + std::to_string(end) + " (a former primary's tail)");
   if (b.end() <= end)
     return end; // a resend of what is here already
   if (!staged_.empty())

@@ -406,6 +406,16 @@ public:
   /// from the journal and catches up again).
   expected<lsn> apply_replicated(const replication_batch& b);
 
+  /// Replica side, before apply_replicated: are the records of `b` below
+  /// log_end() (a resend, or a batch of a new primary that starts inside
+  /// this copy's journal) the ones this journal holds at those LSNs (same
+  /// kind, same transaction)? apply_replicated skips that part, so a copy
+  /// holding a former primary's unacknowledged tail there would keep it in
+  /// place of the new primary's records. Records folded here cannot be
+  /// compared and count as matching. False also when the journal cannot be
+  /// read.
+  bool overlap_matches(const replication_batch& b);
+
   /// Replica side, before apply_replicated (docs/REPLICATION.md,
   /// "Dependency check"): has this copy applied everything `b` depends on?
   /// The Bloom clock first (replication/dependency_check.hpp): its journal's
