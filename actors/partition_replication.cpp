@@ -393,11 +393,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   primary_ = std::move(primary);
   if (role == copy_role::primary)
     self_node_ = primary_; // the primary is this node: what it signs batches with
-  if (before == copy_role::primary && role != copy_role::primary) {
-    unreplicated_.clear();
-    if (on_visible_)
-      on_visible_();
-  }
+  if (before == copy_role::primary && role != copy_role::primary)
+    unreplicated_.clear(); // the partition hears of it once the role changed (set_role)
   if (before == copy_role::primary && role != copy_role::primary)
     fail_held(make_error(errc::unavailable,
                          "partition " + std::to_string(index_) + ": the primary moved to "
@@ -416,6 +413,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     recent_records_ = 0;
     core->keep_flushed(false);
     core->keep_log_from(0);
+    if (role == copy_role::solo && before == copy_role::primary && on_visible_)
+      on_visible_(); // alone now: its whole journal is on every copy there is
     if (role == copy_role::replica && before != copy_role::replica)
       log(log_level::info, "partition ", core->index(), ": replica of ", primary_);
     return;
@@ -863,17 +862,22 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
 void partition_replication::set_role(copy_role r) {
   const bool served = serves_clients();
   role_ = r;
-  if (served && !serves_clients() && on_stopped_serving_)
-    on_stopped_serving_();
+  if (served && !serves_clients()) {
+    // First the role, then the news: a copy that stops leading has dropped
+    // its unreplicated tail's hold on reads (stop_leading, configure), and
+    // the reads parked for it must be refused, not served with it
+    // (docs/RELIABILITY.md, finding 9: retried while the copy still counted
+    // as primary, they showed commits on one copy of three).
+    if (on_stopped_serving_)
+      on_stopped_serving_();
+    if (on_visible_)
+      on_visible_(); // republishes this copy's stable-time slot
+  }
 }
 
 void partition_replication::stop_leading(const std::string& why) {
   fail_held(make_error(errc::unavailable, why));
-  if (!unreplicated_.empty()) {
-    unreplicated_.clear();
-    if (on_visible_)
-      on_visible_();
-  }
+  unreplicated_.clear(); // the caller changes the role next (set_role), which tells the partition
   for (auto& p : peers_)
     end_seed(p);
   progress_.reset();

@@ -339,6 +339,50 @@ BOOST_AUTO_TEST_CASE(a_read_parked_at_a_primary_that_stops_leading_is_refused) {
 // +1 was acknowledged by copies 0 and 2 while copy 1 missed it; copy 2 is
 // then replaced by an empty copy and copy 0 is lost. Before the fix copy 1
 // took over with the empty copy's promise, without the +1.
+// docs/RELIABILITY.md, finding 9 (5 nodes, every nemesis): a read parked
+// at a primary for a commit not yet on w copies was served, with that
+// commit, at the moment the primary stopped leading: releasing its
+// unreplicated tail retried the parked reads while the copy still counted
+// as primary. Two sessions read a counter 2 below what they had read
+// before. The role changes first now, so the read is refused.
+BOOST_AUTO_TEST_CASE(a_read_parked_for_an_unreplicated_commit_is_refused_when_the_primary_moves) {
+  configure(1, copy_role::replica, 0);
+  configure(2, copy_role::replica, 0);
+  configure(0, copy_role::primary, 0);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  // The copies now follow another primary: copy 0's batches are refused,
+  // its next commit stays on one copy, invisible.
+  configure(1, copy_role::replica, 2);
+  configure(2, copy_role::replica, 1);
+  caf::scoped_actor writer{*sys}, reader{*sys}; // each gets its own answers
+  part_prepare_req w;
+  w.tx = tx_id{88, 1};
+  w.updates = {tx_update{the_key, crdt_type::counter, counter_effect{5}, std::nullopt}};
+  writer->send(copies[0], part_prepare_atom::value, encode_wire(w));
+  std::this_thread::sleep_for(100ms); // committed in copy 0's journal
+  part_read_req req;
+  req.snapshot = vector_clock{{local_dc, wall_clock_us()}}; // above that commit
+  req.items = {read_item{the_key, crdt_type::counter, {}}};
+  reader->send(copies[0], part_read_atom::value, encode_wire(req));
+  std::optional<part_read_resp> got;
+  auto take = [&](std::string& bytes) {
+    if (auto r = decode_wire<part_read_resp>(bytes))
+      got = std::move(*r);
+  };
+  reader->receive(take, caf::after(std::chrono::milliseconds(300)) >> [] {});
+  BOOST_REQUIRE_MESSAGE(!got, "the read was answered before the primary moved");
+  configure(0, copy_role::replica, 1); // the membership moved the primary
+  reader->receive(take, caf::after(std::chrono::seconds(1)) >> [] {});
+  BOOST_REQUIRE_MESSAGE(got, "the parked read got no answer");
+  BOOST_REQUIRE_MESSAGE(got->err.has_value(),
+                        "served " << (got->values.empty()
+                                        ? std::string{"nothing"}
+                                        : std::to_string(std::get<std::int64_t>(got->values[0])))
+                                  << " with a commit on one copy of three");
+  BOOST_TEST(got->err->code() == errc::unavailable);
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_copy_being_filled_does_not_let_a_round_skip_acknowledged_writes) {
   configure(1, copy_role::replica, std::nullopt); // follows nobody: misses what 0 writes
   configure(2, copy_role::replica, 0);
