@@ -193,6 +193,26 @@ struct three_copies {
     return out;
   }
 
+  // Copy 0 primary, copies 1 and 2 its replicas, as a membership starts
+  // them.
+  void start_with_copy_0_leading() {
+    configure(1, copy_role::replica, 0);
+    configure(2, copy_role::replica, 0);
+    configure(0, copy_role::primary, 0);
+    BOOST_REQUIRE(wait_role(0, "primary"));
+  }
+
+  // The key read through copy i once it serves it (5 s at most): the
+  // first value served, or nullopt.
+  std::optional<std::int64_t> read_once_served(std::size_t i) {
+    for (int n = 0; n < 250; ++n) {
+      if (auto v = read(i))
+        return v;
+      std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+  }
+
   std::uint64_t slot(std::size_t i) const {
     return boards[i]->blocked_from[0].load(std::memory_order_acquire);
   }
@@ -210,10 +230,7 @@ BOOST_FIXTURE_TEST_SUITE(replicated_copies_tests, three_copies)
 // meanwhile, then overwrote the other copies with full copies of its own
 // journal (before terms) or stepped down only at its first batch (after).
 BOOST_AUTO_TEST_CASE(a_primary_back_from_a_cut_leads_only_after_catching_up) {
-  configure(1, copy_role::replica, 0);
-  configure(2, copy_role::replica, 0);
-  configure(0, copy_role::primary, 0);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  start_with_copy_0_leading();
   BOOST_REQUIRE(acknowledged(0, 1));
   BOOST_REQUIRE(read(0).value_or(-1) == 1);
 
@@ -234,14 +251,8 @@ BOOST_AUTO_TEST_CASE(a_primary_back_from_a_cut_leads_only_after_catching_up) {
   configure(0, copy_role::primary, 0);
   configure(1, copy_role::replica, 0);
   configure(2, copy_role::replica, 0);
-  std::optional<std::int64_t> served;
-  for (int n = 0; n < 250 && !served; ++n) { // 5 s
-    served = read(0);
-    if (served) // every value it serves has the write acknowledged while it was away
-      BOOST_TEST(*served == 11);
-    else
-      std::this_thread::sleep_for(20ms);
-  }
+  // The first value it serves has the write acknowledged while it was away.
+  auto served = read_once_served(0);
   BOOST_REQUIRE(served.has_value());
   BOOST_TEST(*served == 11);
   BOOST_REQUIRE(acknowledged(0, 100));
@@ -274,10 +285,7 @@ BOOST_AUTO_TEST_CASE(a_former_primary_releases_its_nodes_stable_time_when_the_co
   BOOST_REQUIRE(wait_end(0, status(1).second));
 
   // Copy 0 takes over (the transaction still prepared), copy 1 follows.
-  configure(1, copy_role::replica, 0);
-  configure(2, copy_role::replica, 0);
-  configure(0, copy_role::primary, 0);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  start_with_copy_0_leading();
   BOOST_REQUIRE(commit(0, tx, prepare_time));
   BOOST_TEST(read(0).value_or(-1) == 5);
   BOOST_REQUIRE(wait_end(1, status(0).second));
@@ -302,10 +310,7 @@ BOOST_AUTO_TEST_CASE(a_former_primary_releases_its_nodes_stable_time_when_the_co
 // and once the transaction was decided the copy, a replica by then, served
 // it from its own state, which no longer follows every commit.
 BOOST_AUTO_TEST_CASE(a_read_parked_at_a_primary_that_stops_leading_is_refused) {
-  configure(1, copy_role::replica, 0);
-  configure(2, copy_role::replica, 0);
-  configure(0, copy_role::primary, 0);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  start_with_copy_0_leading();
   auto prepared = write(0, tx_id{99, 1}, 5, true);
   BOOST_REQUIRE(prepared);
   BOOST_REQUIRE(!prepared->err);
@@ -346,10 +351,7 @@ BOOST_AUTO_TEST_CASE(a_read_parked_at_a_primary_that_stops_leading_is_refused) {
 // as primary. Two sessions read a counter 2 below what they had read
 // before. The role changes first now, so the read is refused.
 BOOST_AUTO_TEST_CASE(a_read_parked_for_an_unreplicated_commit_is_refused_when_the_primary_moves) {
-  configure(1, copy_role::replica, 0);
-  configure(2, copy_role::replica, 0);
-  configure(0, copy_role::primary, 0);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  start_with_copy_0_leading();
   BOOST_REQUIRE(acknowledged(0, 1));
   // The copies now follow another primary: copy 0's batches are refused,
   // its next commit stays on one copy, invisible.
@@ -406,13 +408,7 @@ BOOST_AUTO_TEST_CASE(an_empty_copy_being_filled_does_not_let_a_round_skip_acknow
   // every copy promised, the one being filled too.
   configure(1, copy_role::primary, 1);
   configure(0, copy_role::replica, 1);
-  std::optional<std::int64_t> served;
-  for (int n = 0; n < 250 && !served; ++n) {
-    served = read(1);
-    if (!served)
-      std::this_thread::sleep_for(20ms);
-  }
-  BOOST_TEST(served.value_or(-1) == 1);
+  BOOST_TEST(read_once_served(1).value_or(-1) == 1);
 }
 
 // The other side of the rule above: when every copy but one is being
@@ -421,10 +417,7 @@ BOOST_AUTO_TEST_CASE(an_empty_copy_being_filled_does_not_let_a_round_skip_acknow
 // never promised, no copy led, and nothing filled them: the partition
 // stayed unserved with every node up (finding 3's form after the fix).
 BOOST_AUTO_TEST_CASE(copies_all_being_filled_but_one_let_it_lead_once_every_copy_answers) {
-  configure(1, copy_role::replica, 0);
-  configure(2, copy_role::replica, 0);
-  configure(0, copy_role::primary, 0);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  start_with_copy_0_leading();
   BOOST_REQUIRE(acknowledged(0, 7));
   replace(1);
   replace(2);
@@ -434,13 +427,7 @@ BOOST_AUTO_TEST_CASE(copies_all_being_filled_but_one_let_it_lead_once_every_copy
   // others for a moment): only copies being filled can promise.
   configure(0, copy_role::primary, 0, {true, false, false});
   configure(0, copy_role::primary, 0);
-  std::optional<std::int64_t> served;
-  for (int n = 0; n < 250 && !served; ++n) {
-    served = read(0);
-    if (!served)
-      std::this_thread::sleep_for(20ms);
-  }
-  BOOST_TEST(served.value_or(-1) == 7);
+  BOOST_TEST(read_once_served(0).value_or(-1) == 7);
   // And the copies being filled get everything.
   BOOST_TEST(wait_end(1, status(0).second));
   BOOST_TEST(wait_end(2, status(0).second));
