@@ -36,6 +36,9 @@ using synced_atom = caf::atom_constant<caf::atom("p_synced")>;
 
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
+// At most this many requests wait at a copy for a leader (the rest are
+// refused at once, as before there was a wait).
+constexpr std::size_t max_awaiting_leader = 4096;
 
 // Where an answer goes: the request's promise (request() from another
 // actor, encoded as wire bytes), or the function of a part_*_call from the
@@ -111,6 +114,11 @@ struct partition_state {
   bool retry_scheduled = false;
   partition_mode mode = partition_mode::serving;
   std::vector<deferred_request> deferred;
+  // Requests that came while this copy did not lead and knew of no copy
+  // that did (a take-over round under way, or a replica not yet told its
+  // primary): served once it leads, refused once another copy is named or
+  // after the read timeout (docs/REPLICATION.md, "Failover").
+  std::vector<deferred_request> awaiting_leader;
   caf::response_promise drained; // answered when the journal is closed
   caf::actor target;             // mode forwarding
   std::chrono::milliseconds defer_limit{10000};
@@ -560,12 +568,53 @@ void forward_deferred(partition_self self) {
 // when the handler serves it. Only then is a promise made: a handler that
 // made one must answer through it (CAF 0.17 moves the request's reply
 // address into the promise), so the serving path returns its reply.
+// After a change of role: the requests held for want of a leader are
+// served here (sent again through this actor's mailbox, their answers still
+// going to their senders) once this copy leads, refused once it knows
+// another copy leads or has gone stale, and otherwise kept.
+void release_awaiting_leader(partition_self self) {
+  auto& st = self->state;
+  if (st.awaiting_leader.empty() || st.repl.awaits_leader())
+    return;
+  auto held = std::move(st.awaiting_leader);
+  st.awaiting_leader.clear();
+  const bool serve = st.repl.serves_clients() && st.mode == partition_mode::serving;
+  for (auto& d : held) {
+    if (serve)
+      d.rp.delegate(caf::actor{self}, d.kind, std::move(d.bytes));
+    else
+      d.rp.deliver(error_reply_bytes(d.kind, st.repl.refusal(st.index)));
+  }
+}
+
+// Held requests older than `limit` are refused: no copy took the lead in
+// time.
+void expire_awaiting_leader(partition_self self, std::chrono::milliseconds limit) {
+  auto& st = self->state;
+  if (st.awaiting_leader.empty())
+    return;
+  const auto oldest = std::chrono::steady_clock::now() - limit;
+  std::vector<deferred_request> still;
+  for (auto& d : st.awaiting_leader) {
+    if (d.since < oldest)
+      d.rp.deliver(error_reply_bytes(d.kind, st.repl.refusal(st.index)));
+    else
+      still.push_back(std::move(d));
+  }
+  st.awaiting_leader = std::move(still);
+}
+
 std::optional<caf::response_promise> divert(partition_self self, caf::atom_value kind,
                                             std::string& bytes) {
   auto& st = self->state;
   if (st.mode == partition_mode::serving && !st.repl.serves_clients()
       && kind != part_find_atom::value) {
     auto rp = self->make_response_promise();
+    if (st.repl.awaits_leader() && st.awaiting_leader.size() < max_awaiting_leader) {
+      st.awaiting_leader.push_back(
+        {kind, std::move(bytes), rp, std::chrono::steady_clock::now()});
+      return rp;
+    }
     rp.deliver(error_reply_bytes(kind, st.repl.refusal(st.index)));
     return rp;
   }
@@ -788,6 +837,9 @@ void on_tick(partition_self self) {
   warn_if_holding(self);
   log_parked_reads(self);
   expire_reads(self);
+  expire_awaiting_leader(self, st.timers.read_timeout.count() > 0
+                                 ? st.timers.read_timeout
+                                 : std::chrono::milliseconds{2000});
   sync_if_due(self, std::max(st.timers.sync_interval - st.timers.tick(),
                              std::chrono::milliseconds{0}));
   if (st.timers.fbf_tick.count() > 0)
@@ -878,6 +930,7 @@ caf::behavior partition_fn(partition_self self,
       publish(self);
   });
   self->state.repl.on_stopped_serving([self] { refuse_waiting(self); });
+  self->state.repl.on_role_changed([self] { release_awaiting_leader(self); });
   self->state.repl.on_visible([self] {
     if (!self->state.core)
       return;
@@ -907,10 +960,12 @@ caf::behavior partition_fn(partition_self self,
     for (auto& [tx, p] : st.parked)
       p.reply(part_time_resp{make_error(errc::unavailable, "node shutting down"), 0, 0});
     st.parked.clear();
-    for (auto& d : st.deferred)
-      d.rp.deliver(error_reply_bytes(
-        d.kind, make_error(errc::unavailable, "node shutting down")));
-    st.deferred.clear();
+    for (auto* list : {&st.deferred, &st.awaiting_leader}) {
+      for (auto& d : *list)
+        d.rp.deliver(error_reply_bytes(
+          d.kind, make_error(errc::unavailable, "node shutting down")));
+      list->clear();
+    }
     st.repl.fail_held(make_error(errc::unavailable, "node shutting down"));
     self->quit(msg.reason);
   });

@@ -854,8 +854,8 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
   stop_leading("partition " + std::to_string(index_) + ": the primary stepped down "
                "before the write reached " + std::to_string(w_)
                + " copies; its outcome is unknown: retry with the same op ids");
-  set_role(copy_role::replica);
   primary_ = by.by; // it takes batches from the copy it promised (none if unknown)
+  set_role(copy_role::replica);
   stepped_down_at_ = std::chrono::steady_clock::now();
 }
 
@@ -873,6 +873,8 @@ void partition_replication::set_role(copy_role r) {
     if (on_visible_)
       on_visible_(); // republishes this copy's stable-time slot
   }
+  if (on_role_changed_)
+    on_role_changed_();
 }
 
 void partition_replication::stop_leading(const std::string& why) {
@@ -1066,10 +1068,13 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         const auto& p = fence_.promised();
         return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, p.n, p.by};
       }
-      if (role_ == copy_role::primary || role_ == copy_role::promoting)
+      if (role_ == copy_role::primary || role_ == copy_role::promoting) {
         step_down(self, t);
-      else
+      } else {
         primary_ = t.by;
+        if (on_role_changed_)
+          on_role_changed_(); // a primary named: what was held waiting for one is refused
+      }
       std::uint64_t o = no_prev, q = no_prev;
       if (auto tx = c->tx_at(c->log_end() - 1); tx) {
         o = *tx ? (*tx)->origin : 0;

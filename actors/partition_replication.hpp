@@ -105,6 +105,19 @@ public:
   /// partition refuses what it holds for them (parked reads and prepares),
   /// which only the primary may serve.
   void on_stopped_serving(std::function<void()> fn) { on_stopped_serving_ = std::move(fn); }
+  /// Called after every change of role (set_role): the partition serves,
+  /// or refuses, the requests it held while no copy it knew of led
+  /// (`awaits_leader`).
+  void on_role_changed(std::function<void()> fn) { on_role_changed_ = std::move(fn); }
+  /// Whether a request this copy cannot serve may soon be served here or
+  /// routed right: the copy is in a take-over round, or a replica that
+  /// knows of no primary (it stepped down to a term whose copy it was not
+  /// told, or was just started). The partition then holds the request
+  /// briefly instead of refusing it (docs/REPLICATION.md, "Failover").
+  bool awaits_leader() const noexcept {
+    return role_ == copy_role::promoting
+           || (role_ == copy_role::replica && primary_.empty());
+  }
   /// Called after batches from another copy changed the core (r_append, a
   /// take-over's pull, a full copy): its prepared set, so its blocked_from(),
   /// changed outside the partition's own writes (the partition publishes it
@@ -198,6 +211,7 @@ private:
   std::function<void()> on_visible_;
   std::function<void()> on_replicated_;
   std::function<void()> on_stopped_serving_;
+  std::function<void()> on_role_changed_;
   reopen_fn reopen_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
