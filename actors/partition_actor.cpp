@@ -88,7 +88,8 @@ struct waiting_read {
 };
 
 // A request held while the partition is handed off (docs/CLUSTER.md,
-// "Handoff"): forwarded to the new owner once it has everything.
+// "Handoff"), forwarded to the new owner once it has everything; or held
+// at a copy for a leader (partition_state::awaiting_leader).
 struct deferred_request {
   caf::atom_value kind;
   std::string bytes;
@@ -563,11 +564,6 @@ void forward_deferred(partition_self self) {
   }
 }
 
-// Requests while the partition is not serving: deferred, or forwarded.
-// Returns the request's promise when it was taken care of here, nullopt
-// when the handler serves it. Only then is a promise made: a handler that
-// made one must answer through it (CAF 0.17 moves the request's reply
-// address into the promise), so the serving path returns its reply.
 // After a change of role: the requests held for want of a leader are
 // served here (sent again through this actor's mailbox, their answers still
 // going to their senders) once this copy leads, refused once it knows
@@ -604,6 +600,13 @@ void expire_awaiting_leader(partition_self self, std::chrono::milliseconds limit
   st.awaiting_leader = std::move(still);
 }
 
+// Requests while the partition is not serving: deferred, or forwarded, or
+// (a copy that does not lead and knows of no copy that does) held for a
+// leader. Returns the request's promise when it was taken care of here,
+// nullopt when the handler serves it. Only then is a promise made: a
+// handler that made one must answer through it (CAF 0.17 moves the
+// request's reply address into the promise), so the serving path returns
+// its reply.
 std::optional<caf::response_promise> divert(partition_self self, caf::atom_value kind,
                                             std::string& bytes) {
   auto& st = self->state;
