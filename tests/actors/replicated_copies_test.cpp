@@ -177,10 +177,30 @@ struct three_copies {
   // The key read through copy i at a snapshot of now: its value, or
   // nullopt when the copy does not serve it (not primary, or no answer
   // within 300 ms).
-  std::optional<std::int64_t> read(std::size_t i) {
+  // A read of the key at a snapshot of now (above every commit so far).
+  static part_read_req read_now() {
     part_read_req req;
     req.snapshot = vector_clock{{local_dc, wall_clock_us()}};
     req.items = {read_item{the_key, crdt_type::counter, {}}};
+    return req;
+  }
+
+  // The answer `reader` gets to the read it sent, if it comes within
+  // `limit` (each reader sends one read, so what it gets is that answer).
+  static std::optional<part_read_resp> answer_to(caf::scoped_actor& reader,
+                                                 std::chrono::milliseconds limit) {
+    std::optional<part_read_resp> got;
+    reader->receive(
+      [&](std::string& bytes) {
+        if (auto r = decode_wire<part_read_resp>(bytes))
+          got = std::move(*r);
+      },
+      caf::after(limit) >> [] {});
+    return got;
+  }
+
+  std::optional<std::int64_t> read(std::size_t i) {
+    auto req = read_now();
     std::optional<std::int64_t> out;
     (*me)->request(copies[i], 300ms, part_read_atom::value, encode_wire(req))
       .receive(
@@ -314,36 +334,20 @@ BOOST_AUTO_TEST_CASE(a_read_parked_at_a_primary_that_stops_leading_is_refused) {
   auto prepared = write(0, tx_id{99, 1}, 5, true);
   BOOST_REQUIRE(prepared);
   BOOST_REQUIRE(!prepared->err);
-  part_read_req req;
-  req.snapshot = vector_clock{{local_dc, wall_clock_us()}}; // above the prepare
-  req.items = {read_item{the_key, crdt_type::counter, {}}};
-  (*me)->send(copies[0], part_read_atom::value, encode_wire(req));
-  bool answered = false;
-  (*me)->receive([&](std::string&) { answered = true; }, caf::after(std::chrono::milliseconds(200)) >> [] {});
-  BOOST_REQUIRE(!answered); // parked behind the prepared transaction
+  caf::scoped_actor reader{*sys};
+  reader->send(copies[0], part_read_atom::value, encode_wire(read_now())); // above the prepare
+  BOOST_REQUIRE(!answer_to(reader, 200ms)); // parked behind the prepared transaction
 
   configure(0, copy_role::replica, 1);
   configure(2, copy_role::replica, 1);
   configure(1, copy_role::primary, 1);
-  std::optional<part_read_resp> got;
-  (*me)->receive(
-    [&](std::string& bytes) {
-      if (auto r = decode_wire<part_read_resp>(bytes))
-        got = std::move(*r);
-    },
-    caf::after(std::chrono::seconds(1)) >> [] {}); // at once (its wait bound is 2 s)
+  auto got = answer_to(reader, 1s); // at once (its wait bound is 2 s)
   BOOST_REQUIRE_MESSAGE(got, "the parked read got no answer within 1 s");
   BOOST_REQUIRE(got->err.has_value());
   BOOST_TEST(got->err->code() == errc::unavailable);
   BOOST_TEST_MESSAGE("refused with: " << got->err->to_string());
 }
 
-// docs/REPLICATION.md, "Filling copies": a copy made empty (a stale one
-// replaced, one a join or a removal adds) lacks writes acknowledged before
-// it was made, so its promise must not count in a take-over round. Here
-// +1 was acknowledged by copies 0 and 2 while copy 1 missed it; copy 2 is
-// then replaced by an empty copy and copy 0 is lost. Before the fix copy 1
-// took over with the empty copy's promise, without the +1.
 // docs/RELIABILITY.md, finding 9 (5 nodes, every nemesis): a read parked
 // at a primary for a commit not yet on w copies was served, with that
 // commit, at the moment the primary stopped leading: releasing its
@@ -363,19 +367,11 @@ BOOST_AUTO_TEST_CASE(a_read_parked_for_an_unreplicated_commit_is_refused_when_th
   w.updates = {tx_update{the_key, crdt_type::counter, counter_effect{5}, std::nullopt}};
   writer->send(copies[0], part_prepare_atom::value, encode_wire(w));
   std::this_thread::sleep_for(100ms); // committed in copy 0's journal
-  part_read_req req;
-  req.snapshot = vector_clock{{local_dc, wall_clock_us()}}; // above that commit
-  req.items = {read_item{the_key, crdt_type::counter, {}}};
-  reader->send(copies[0], part_read_atom::value, encode_wire(req));
-  std::optional<part_read_resp> got;
-  auto take = [&](std::string& bytes) {
-    if (auto r = decode_wire<part_read_resp>(bytes))
-      got = std::move(*r);
-  };
-  reader->receive(take, caf::after(std::chrono::milliseconds(300)) >> [] {});
-  BOOST_REQUIRE_MESSAGE(!got, "the read was answered before the primary moved");
+  reader->send(copies[0], part_read_atom::value, encode_wire(read_now())); // above that commit
+  BOOST_REQUIRE_MESSAGE(!answer_to(reader, 300ms),
+                        "the read was answered before the primary moved");
   configure(0, copy_role::replica, 1); // the membership moved the primary
-  reader->receive(take, caf::after(std::chrono::seconds(1)) >> [] {});
+  auto got = answer_to(reader, 1s);
   BOOST_REQUIRE_MESSAGE(got, "the parked read got no answer");
   BOOST_REQUIRE_MESSAGE(got->err.has_value(),
                         "served " << (got->values.empty()
@@ -398,31 +394,27 @@ BOOST_AUTO_TEST_CASE(a_request_to_a_copy_taking_over_waits_for_the_round) {
   configure(0, copy_role::primary, 0, {true, false, false});
   BOOST_REQUIRE(wait_role(0, "promoting"));
   caf::scoped_actor reader{*sys};
-  part_read_req req;
-  req.snapshot = vector_clock{{local_dc, wall_clock_us()}};
-  req.items = {read_item{the_key, crdt_type::counter, {}}};
-  reader->send(copies[0], part_read_atom::value, encode_wire(req));
-  std::optional<part_read_resp> got;
-  auto take = [&](std::string& bytes) {
-    if (auto r = decode_wire<part_read_resp>(bytes))
-      got = std::move(*r);
-  };
-  reader->receive(take, caf::after(std::chrono::milliseconds(300)) >> [] {});
-  BOOST_REQUIRE_MESSAGE(!got, "refused or served while no copy led");
+  reader->send(copies[0], part_read_atom::value, encode_wire(read_now()));
+  BOOST_REQUIRE_MESSAGE(!answer_to(reader, 300ms), "refused or served while no copy led");
   configure(0, copy_role::primary, 0); // they are back: the round succeeds
-  reader->receive(take, caf::after(std::chrono::seconds(2)) >> [] {});
+  auto got = answer_to(reader, 2s);
   BOOST_REQUIRE_MESSAGE(got, "the held read got no answer once the copy led");
   BOOST_REQUIRE_MESSAGE(!got->err, got->err->to_string());
   BOOST_TEST(std::get<std::int64_t>(got->values.at(0)) == 4);
   // A replica that knows its primary refuses at once.
   caf::scoped_actor other{*sys};
-  other->send(copies[1], part_read_atom::value, encode_wire(req));
-  got.reset();
-  other->receive(take, caf::after(std::chrono::milliseconds(300)) >> [] {});
-  BOOST_REQUIRE_MESSAGE(got, "a replica that knows its primary held the read");
-  BOOST_TEST(got->err.has_value());
+  other->send(copies[1], part_read_atom::value, encode_wire(read_now()));
+  auto refused = answer_to(other, 300ms);
+  BOOST_REQUIRE_MESSAGE(refused, "a replica that knows its primary held the read");
+  BOOST_TEST(refused->err.has_value());
 }
 
+// docs/REPLICATION.md, "Filling copies": a copy made empty (a stale one
+// replaced, one a join or a removal adds) lacks writes acknowledged before
+// it was made, so its promise must not count in a take-over round. Here
+// +1 was acknowledged by copies 0 and 2 while copy 1 missed it; copy 2 is
+// then replaced by an empty copy and copy 0 is lost. Before the fix copy 1
+// took over with the empty copy's promise, without the +1.
 BOOST_AUTO_TEST_CASE(an_empty_copy_being_filled_does_not_let_a_round_skip_acknowledged_writes) {
   configure(1, copy_role::replica, std::nullopt); // follows nobody: misses what 0 writes
   configure(2, copy_role::replica, 0);
