@@ -38,23 +38,10 @@
 #include <string>
 #include <tuple>
 
+#include "common/copy_term.hpp"
 #include "ring/claim.hpp"
 
 namespace tally {
-
-struct copy_term {
-  std::uint64_t n = 0; // 0: none yet
-  node_id by;          // the node whose copy led (or tried to) under it
-
-  friend bool operator<(const copy_term& a, const copy_term& b) {
-    return std::tie(a.n, a.by) < std::tie(b.n, b.by);
-  }
-  friend bool operator==(const copy_term& a, const copy_term& b) {
-    return a.n == b.n && a.by == b.by;
-  }
-  friend bool operator!=(const copy_term& a, const copy_term& b) { return !(a == b); }
-  std::string to_string() const { return std::to_string(n) + "/" + by; }
-};
 
 class copy_fence {
 public:
