@@ -1,7 +1,7 @@
 // libFuzzer target: journal/codec.hpp decoders of bytes read back from LMDB
 // (a torn or corrupt file): records, LSN keys, object keys, index values,
 // op-id index entries, u64 metadata, decision index entries and their
-// transaction keys. Byte 0 picks the decoder. Whatever
+// transaction keys, meta folded_term. Byte 0 picks the decoder. Whatever
 // decodes re-encodes to bytes that decode to the same re-encoding.
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  const std::uint8_t which = data[0] % 8;
+  const std::uint8_t which = data[0] % 9;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (which) {
     case 0:
@@ -60,9 +60,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!again || !(again.value() == e.value())) std::abort();
       }
       break;
-    default:
+    case 7:
       if (auto t = tally::decode_tx_key(in)) {
         auto again = tally::decode_tx_key(tally::encode_tx_key(t.value()));
+        if (!again || !(again.value() == t.value())) std::abort();
+      }
+      break;
+    default:
+      if (auto t = tally::decode_term_value(in)) {
+        auto again = tally::decode_term_value(tally::encode_term_value(t.value()));
         if (!again || !(again.value() == t.value())) std::abort();
       }
       break;

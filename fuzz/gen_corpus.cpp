@@ -148,6 +148,11 @@ int main(int argc, char** argv) {
     c.wall_time_us = 123456;
     put("fuzz_journal", "rec_commit", with_code(0, encode_record(journal_record{c})));
     put("fuzz_journal", "rec_abort", with_code(0, encode_record(journal_record{abort_record{tx_id{1, 2}}})));
+    put("fuzz_journal", "rec_term",
+        with_code(0, encode_record(journal_record{term_record{copy_term{1764157412000000,
+                                                                        "tally@127.0.0.1:7001"}}})));
+    put("fuzz_journal", "folded_term",
+        with_code(8, encode_term_value(copy_term{1764157412000000, "tally@127.0.0.1:7001"})));
     put("fuzz_journal", "lsn_key", with_code(1, encode_u64(42)));
     auto key = encode_object_key(object_key{"bucket", "key"});
     if (key) put("fuzz_journal", "object_key", with_code(2, key.value()));

@@ -36,9 +36,10 @@ enum class record_kind : std::uint8_t {
   prepare = 1,
   commit = 2,
   abort = 3,
+  term = 4,
 };
 
-static_assert(std::variant_size_v<journal_record> == 4,
+static_assert(std::variant_size_v<journal_record> == 5,
               "a new record type needs a record_kind and a decoder case");
 
 } // namespace
@@ -137,6 +138,12 @@ expected<journal_record> decode_record(std::string_view bytes) {
         abort_record r;
         ar(r);
         out = r;
+        break;
+      }
+      case record_kind::term: {
+        term_record r;
+        ar(r);
+        out = std::move(r);
         break;
       }
       default:
@@ -244,6 +251,20 @@ std::string encode_op_key(const op_id& id) {
   put_be64(out.data(), id.client);
   put_be64(out.data() + 8, id.seq);
   return out;
+}
+
+std::string encode_term_value(const copy_term& t) {
+  std::string out(8, '\0');
+  put_be64(out.data(), t.n);
+  out += t.by;
+  return out;
+}
+
+expected<copy_term> decode_term_value(std::string_view bytes) {
+  if (bytes.size() < 8)
+    return make_error(errc::corrupt, "meta folded_term: " + std::to_string(bytes.size())
+                                       + " bytes, shorter than a term number");
+  return copy_term{get_be64(bytes.data()), std::string{bytes.substr(8)}};
 }
 
 std::string encode_u64(std::uint64_t v) {

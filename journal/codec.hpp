@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/copy_term.hpp"
 #include "common/expected.hpp"
 #include "journal/record.hpp"
 
@@ -141,6 +142,12 @@ constexpr std::size_t decision_entry_size = 17;
 std::string encode_decision_entry(const decision_entry& e);
 /// errc::corrupt unless `bytes` is 17 bytes with a known outcome.
 expected<decision_entry> decode_decision_entry(std::string_view bytes);
+
+/// Meta `folded_term` (docs/FORMAT.md, "Metadata"): the term number, u64
+/// big-endian, then the node id's bytes.
+std::string encode_term_value(const copy_term& t);
+/// errc::corrupt unless `bytes` holds at least the 8 bytes of the number.
+expected<copy_term> decode_term_value(std::string_view bytes);
 
 /// Fixed-width metadata integers: u64 big-endian.
 std::string encode_u64(std::uint64_t v);

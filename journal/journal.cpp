@@ -22,6 +22,11 @@ constexpr std::string_view meta_next_lsn = "next_lsn";
 constexpr std::string_view meta_truncation_lsn = "truncation_lsn";
 constexpr std::string_view meta_checkpoint = "checkpoint";
 constexpr std::string_view meta_decisions_kept_from = "decisions_kept_from";
+// The term of the last record folded into the checkpoint (docs/FORMAT.md):
+// written by apply_checkpoint when it changes; absent: term 0.
+constexpr std::string_view meta_folded_term = "folded_term";
+
+
 
 // The time a decision entry carries: a clock's largest entry (Tally runs
 // one data centre, so its only one).
@@ -236,6 +241,15 @@ expected<bool> journal::init_or_check_meta(storage_txn& txn) {
       return state.err();
     checkpoint_ = std::move(*state);
   }
+  auto ft = txn.get(store_db::meta, meta_folded_term);
+  if (!ft)
+    return ft.err();
+  if (ft->has_value()) {
+    auto t = decode_term_value(**ft);
+    if (!t)
+      return t.err();
+    folded_term_ = std::move(*t);
+  }
   return false;
 }
 
@@ -324,6 +338,8 @@ expected<recovery_result> journal::recover(bool collect_effects) {
               t.first_lsn = pos;
             t.prepare = r;
             t.prepare_lsn = pos;
+          } else if constexpr (std::is_same_v<T, term_record>) {
+            terms_[pos] = r.term();
           } else if constexpr (std::is_same_v<T, commit_record>) {
             max_commit_.merge(r.commit_time);
             last_bloom_ = r.bloom_timestamp;
@@ -344,6 +360,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
             }
             txs.erase(it);
           } else {
+            static_assert(std::is_same_v<T, abort_record>);
             auto it = txs.find(r.tx);
             if (it == txs.end())
               return;
@@ -630,6 +647,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
   std::string last_bloom = last_bloom_;
   bool saw_commit = false;
   std::uint64_t added = 0; // `decisions` entries
+  std::vector<std::pair<lsn, copy_term>> new_terms;
   const lsn first = next_;
   lsn at = first;
   char key[lsn_key_size];
@@ -685,6 +703,8 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
               return st.err();
         }
       }
+    } else if (auto* tr = std::get_if<term_record>(&rec)) {
+      new_terms.emplace_back(at, tr->term());
     } else {
       const auto& a = std::get<abort_record>(rec);
       if (auto tx = staged.take(a.tx); tx && tx->prepare_lsn) {
@@ -705,6 +725,8 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
 
   staged.apply_to(pending_);
   decisions_added_ += added;
+  for (auto& [pos, t] : new_terms)
+    terms_[pos] = std::move(t);
   next_ = at;
   if (mode_ == durability::full)
     durable_ = at - 1;
@@ -906,6 +928,14 @@ status journal::apply_checkpoint(
     undo_decisions();
     return st;
   }
+  // The term of the records folded now: term_at() answers for them (and for
+  // the last record, once the whole log is folded) from meta.
+  const copy_term folded = t > truncation_ ? term_at(t - 1) : folded_term_;
+  if (folded != folded_term_)
+    if (auto st = (*txn)->put(store_db::meta, meta_folded_term, encode_term_value(folded)); !st) {
+      undo_decisions();
+      return st;
+    }
   if (auto st = (*txn)->put(store_db::meta, meta_checkpoint,
                             encode_checkpoint_state(next_state));
       !st) {
@@ -930,6 +960,8 @@ status journal::apply_checkpoint(
     return *stopped_;
   }
   truncation_ = t;
+  folded_term_ = folded;
+  terms_.erase(terms_.begin(), terms_.lower_bound(t));
   checkpoint_ = std::move(next_state);
   decisions_dropped_ += decisions_dropped;
   // The relocated transactions' records are where they were appended.
@@ -948,6 +980,13 @@ status journal::apply_checkpoint(
 }
 
 // ---- reading ---------------------------------------------------------------
+
+copy_term journal::term_at(lsn at) const {
+  auto it = terms_.upper_bound(at);
+  if (it == terms_.begin())
+    return folded_term_;
+  return std::prev(it)->second;
+}
 
 expected<std::optional<lsn>> journal::find_committed_op(const op_id& id) {
   auto e = find_committed_op_entry(id);

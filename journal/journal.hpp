@@ -366,6 +366,19 @@ public:
   }
 
   lsn next_lsn() const noexcept { return next_; }
+
+  /// The term the record at `at` was first written under (docs/REPLICATION.md,
+  /// "Terms in the journal"): that of the last term record at or before
+  /// `at`, or, when it is folded, the term kept in meta `folded_term` at the
+  /// checkpoint; {} (term 0) for records written before any term record
+  /// (n_val 1, or a store from before terms). Defined for every LSN below
+  /// next_lsn(), folded ones included as far as the checkpoint kept them:
+  /// an LSN below the truncation point gets the term in force there.
+  copy_term term_at(lsn at) const;
+  /// The term of the last record (term_at(next_lsn() - 1)); {} for an
+  /// empty journal.
+  copy_term last_term() const { return next_ > 1 ? term_at(next_ - 1) : copy_term{}; }
+
   /// Every LSN <= this is on stable storage.
   lsn durable_lsn() const noexcept { return durable_; }
   lsn truncation_lsn() const noexcept { return truncation_; }
@@ -425,6 +438,10 @@ private:
   std::uint64_t decisions_dropped_ = 0;
   std::string decisions_sweep_from_;   // key the next sweep starts at
   std::vector<relocation> relocated_;  // by the last checkpoint
+  // The term records in the log, by LSN, and the term in force below the
+  // truncation point (meta `folded_term`): term_at().
+  std::map<lsn, copy_term> terms_;
+  copy_term folded_term_;
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 };

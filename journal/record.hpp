@@ -21,6 +21,7 @@
 #include "clock/bloom_clock.hpp"
 #include "clock/vector_clock.hpp"
 #include "crdt/crdt_object.hpp"
+#include "common/copy_term.hpp"
 #include "common/ids.hpp"
 #include "crdt/op_id.hpp"
 
@@ -69,8 +70,30 @@ struct abort_record {
   tx_id tx;
 };
 
+/// The first record a primary writes under a new term (docs/REPLICATION.md,
+/// "Terms in the journal"): every record after it, up to the next term
+/// record, was first written under this term. A take-over round compares
+/// copies by the term of their last record, then their length (Raft's
+/// election restriction, Ongaro and Ousterhout 2014, Sec. 5.4.1), and a new
+/// primary makes the records it adopted from older terms visible only once
+/// this record is on w copies (Sec. 5.4.2, Figure 8; Sec. 8: a no-op entry
+/// at the start of each term).
+///
+/// `tx` is {0, term number}: origin 0 is never a transaction's (their
+/// origin is a node's incarnation or a random number), so prefix checks,
+/// which compare the transaction of a record, tell two term records apart
+/// by their term, and record_tx() needs no special case.
+struct term_record {
+  tx_id tx;        // {0, term number}
+  std::string by;  // the node whose copy leads under it
+
+  term_record() = default;
+  explicit term_record(const copy_term& t) : tx{0, t.n}, by(t.by) {}
+  copy_term term() const { return copy_term{tx.seq, by}; }
+};
+
 using journal_record =
-  std::variant<update_record, prepare_record, commit_record, abort_record>;
+  std::variant<update_record, prepare_record, commit_record, abort_record, term_record>;
 
 /// A committed effect as the cache and the materializer consume it: the
 /// update joined with its transaction's commit.
@@ -96,7 +119,7 @@ inline const tx_id& record_tx(const journal_record& r) noexcept {
 /// "update", "prepare", "commit" or "abort", for logs and error messages.
 inline const char* record_kind_name(const journal_record& r) noexcept {
   static constexpr const char* names[] = {"update", "prepare", "commit",
-                                          "abort"};
+                                          "abort", "term"};
   return names[r.index()];
 }
 
@@ -254,9 +277,18 @@ void serialize(Archive& ar, abort_record& r, std::uint32_t const version) {
   ar(r.tx);
 }
 
+template <class Archive>
+void serialize(Archive& ar, term_record& r, std::uint32_t const version) {
+  detail::check_record_version(version, "term");
+  ar(r.tx.seq, r.by);
+  if constexpr (Archive::is_loading::value)
+    r.tx.origin = 0;
+}
+
 } // namespace tally
 
 CEREAL_CLASS_VERSION(tally::update_record, tally::detail::record_class_version)
 CEREAL_CLASS_VERSION(tally::prepare_record, tally::detail::prepare_record_class_version)
 CEREAL_CLASS_VERSION(tally::commit_record, tally::detail::record_class_version)
 CEREAL_CLASS_VERSION(tally::abort_record, tally::detail::record_class_version)
+CEREAL_CLASS_VERSION(tally::term_record, tally::detail::record_class_version)

@@ -16,7 +16,7 @@ namespace {
 
 journal_record random_record(test::seeded_rng& rng) {
   tx_id tx{rng.uniform(0, ~0ull), rng.uniform(0, ~0ull)};
-  switch (rng.uniform(0, 3)) {
+  switch (rng.uniform(0, 4)) {
     case 0: {
       std::optional<op_id> op;
       if (rng.chance(0.5))
@@ -43,8 +43,11 @@ journal_record random_record(test::seeded_rng& rng) {
       c.bloom_timestamp = std::string(rng.uniform(0, 64), 'x');
       return c;
     }
-    default:
+    case 3:
       return abort_record{tx};
+    default:
+      return term_record{copy_term{rng.uniform(0, ~0ull),
+                                   "tally@127.0.0.1:" + std::to_string(rng.uniform(1, 65535))}};
   }
 }
 
@@ -66,6 +69,10 @@ bool same_record(const journal_record& a, const journal_record& b) {
     return x->tx == y.tx && x->commit_time == y.commit_time
            && x->bloom_timestamp == y.bloom_timestamp
            && x->wall_time_us == y.wall_time_us;
+  }
+  if (auto* x = std::get_if<term_record>(&a)) {
+    auto& y = std::get<term_record>(b);
+    return x->tx == y.tx && x->by == y.by && x->term() == y.term();
   }
   return std::get<abort_record>(a).tx == std::get<abort_record>(b).tx;
 }

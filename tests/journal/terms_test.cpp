@@ -1,0 +1,120 @@
+// Terms in the journal (docs/REPLICATION.md, "Terms in the journal";
+// docs/FORMAT.md): the term each record was first written under, from the
+// term records in the log and, for folded records, meta `folded_term`;
+// kept through reopening, checkpoints and full copies.
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "journal/codec.hpp"
+#include "journal/journal.hpp"
+#include "tests/journal/journal_test_support.hpp"
+
+using namespace tally;
+using tally::test::commit;
+using tally::test::key;
+using tally::test::open_ok;
+using tally::test::options;
+using tally::test::temp_dir;
+using tally::test::update;
+
+namespace {
+
+const copy_term term_a{1000, "tally@127.0.0.1:1"};
+const copy_term term_b{2000, "tally@127.0.0.1:2"};
+
+std::vector<journal_record> one_step(std::uint64_t seq, std::uint64_t time) {
+  tx_id tx{7, seq};
+  return {update(tx, key(1), 1), commit(tx, time)};
+}
+
+status no_writes(storage_txn&) {
+  return {};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(journal_terms)
+
+BOOST_AUTO_TEST_CASE(records_take_the_term_of_the_last_term_record_before_them) {
+  temp_dir dir;
+  auto j = open_ok(options(dir.sub("p"))).log;
+  BOOST_TEST(j->last_term() == copy_term{}); // empty
+  BOOST_REQUIRE(j->append(one_step(1, 10)).has_value()); // LSNs 1-2: before any term
+  BOOST_REQUIRE(j->append({term_record{term_a}}).has_value()); // 3
+  BOOST_REQUIRE(j->append(one_step(2, 20)).has_value());       // 4-5
+  auto b = one_step(3, 30);
+  b.insert(b.begin(), term_record{term_b}); // 6, then 7-8: one batch
+  BOOST_REQUIRE(j->append(b).has_value());
+  BOOST_TEST(j->term_at(1) == copy_term{});
+  BOOST_TEST(j->term_at(2) == copy_term{});
+  BOOST_TEST(j->term_at(3) == term_a);
+  BOOST_TEST(j->term_at(5) == term_a);
+  BOOST_TEST(j->term_at(6) == term_b);
+  BOOST_TEST(j->term_at(8) == term_b);
+  BOOST_TEST(j->last_term() == term_b);
+}
+
+BOOST_AUTO_TEST_CASE(terms_survive_a_reopen) {
+  temp_dir dir;
+  {
+    auto j = open_ok(options(dir.sub("p"))).log;
+    BOOST_REQUIRE(j->append({term_record{term_a}}).has_value());
+    BOOST_REQUIRE(j->append(one_step(1, 10)).has_value());
+    BOOST_REQUIRE(j->append({term_record{term_b}}).has_value());
+    BOOST_REQUIRE(j->append(one_step(2, 20)).has_value());
+  }
+  auto j = open_ok(options(dir.sub("p"))).log;
+  BOOST_TEST(j->term_at(2) == term_a);
+  BOOST_TEST(j->term_at(4) == term_b);
+  BOOST_TEST(j->last_term() == term_b);
+}
+
+// Once the log is folded, the terms of the folded records (the last one's
+// above all: a take-over round compares copies by it) come from meta
+// `folded_term`, also after a reopen and in a full copy.
+BOOST_AUTO_TEST_CASE(a_checkpoint_keeps_the_term_of_what_it_folds) {
+  temp_dir dir;
+  {
+    auto j = open_ok(options(dir.sub("p"))).log;
+    BOOST_REQUIRE(j->append({term_record{term_a}}).has_value());   // 1
+    BOOST_REQUIRE(j->append(one_step(1, 10)).has_value());         // 2-3
+    BOOST_REQUIRE(j->append({term_record{term_b}}).has_value());   // 4
+    BOOST_REQUIRE(j->append(one_step(2, 20)).has_value());         // 5-6
+    truncation_plan plan;
+    plan.new_truncation_lsn = 4; // folds term a's records
+    plan.checkpoint_time = vector_clock{{1, 10}};
+    BOOST_REQUIRE(j->apply_checkpoint(plan, no_writes).has_value());
+    BOOST_TEST(j->term_at(3) == term_a);
+    BOOST_TEST(j->term_at(5) == term_b);
+    plan.new_truncation_lsn = j->next_lsn(); // everything
+    plan.checkpoint_time = vector_clock{{1, 20}};
+    BOOST_REQUIRE(j->apply_checkpoint(plan, no_writes).has_value());
+    BOOST_TEST(j->last_term() == term_b);
+    std::filesystem::create_directories(dir.sub("copy"));
+    BOOST_REQUIRE(j->copy_to(dir.sub("copy")).has_value());
+  }
+  auto j = open_ok(options(dir.sub("p"))).log;
+  BOOST_TEST(j->truncation_lsn() == 7u);
+  BOOST_TEST(j->last_term() == term_b);
+  auto copy = open_ok(options(dir.sub("copy"))).log;
+  BOOST_TEST(copy->last_term() == term_b);
+}
+
+BOOST_AUTO_TEST_CASE(a_term_record_is_its_own_transaction_for_prefix_checks) {
+  term_record a{term_a}, b{term_b};
+  BOOST_TEST(record_tx(a) != record_tx(b));
+  BOOST_TEST(record_tx(a).origin == 0u);
+  BOOST_TEST(a.term() == term_a);
+  // docs/FORMAT.md's example: 42 bytes of payload, 51 stored.
+  const auto bytes =
+    encode_record(term_record{copy_term{1764157412000000, "tally@127.0.0.1:7001"}});
+  BOOST_TEST(bytes.size() == 51u);
+  auto back = decode_record(bytes);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(std::get<term_record>(*back).term().n == 1764157412000000u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
