@@ -138,6 +138,11 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
   auto st = log_.scan(log_.truncation_lsn(), log_.next_lsn(),
                       [&](lsn at, const journal_record& rec) {
                         positions.push_back(at);
+                        // A term record belongs to no transaction: it
+                        // holds nothing back (its term is in meta
+                        // folded_term once folded, journal::term_at).
+                        if (std::holds_alternative<term_record>(rec))
+                          return true;
                         auto& t = txs[record_tx(rec)];
                         if (t.first == 0)
                           t.first = at;

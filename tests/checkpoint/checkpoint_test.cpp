@@ -183,6 +183,25 @@ BOOST_AUTO_TEST_CASE(undecided_transaction_holds_the_truncation_point) {
   }
 }
 
+// A term record (docs/REPLICATION.md, "Terms in the journal") belongs to
+// no transaction: a checkpoint folds past it (counted as a transaction
+// without a decision, it held the log back for good), and the journal
+// still knows the term of the folded records.
+BOOST_AUTO_TEST_CASE(a_term_record_does_not_hold_the_truncation_point) {
+  temp_dir dir;
+  auto j = open_ok(options(dir.sub("p"))).log;
+  checkpoint_store cs{*j};
+  const copy_term t{1000, "tally@127.0.0.1:1"};
+  BOOST_REQUIRE(j->append({term_record{t}}).has_value()); // LSN 1
+  append_simple(*j, 1, 3);                                 // LSNs 2-7
+  auto r = cs.checkpoint(open_bounds(*j, 3));
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->limited_by == truncation_limit::log_end);
+  BOOST_TEST(r->truncation_lsn == j->next_lsn());
+  BOOST_TEST(j->last_term() == t);
+  BOOST_TEST(value_of(cs, key(1)) == 4);
+}
+
 BOOST_AUTO_TEST_CASE(records_not_yet_replicated_are_kept) {
   temp_dir dir;
   auto j = open_ok(options(dir.sub("p"))).log;
