@@ -934,6 +934,13 @@ caf::behavior partition_fn(partition_self self,
   });
   self->state.repl.on_stopped_serving([self] { refuse_waiting(self); });
   self->state.repl.on_role_changed([self] { release_awaiting_leader(self); });
+  // At once, not on a later message: a copy asked to step down before its
+  // flush would journal its term record as a replica (its journal then
+  // diverges from the new primary's, and a replica stages nothing).
+  self->state.repl.on_needs_flush([self] {
+    if (self->state.core)
+      flush_now(self);
+  });
   self->state.repl.on_visible([self] {
     if (!self->state.core)
       return;

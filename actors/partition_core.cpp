@@ -779,6 +779,13 @@ status partition_core::stage_abort(const tx_id& tx) {
   return {};
 }
 
+lsn partition_core::stage_term(const copy_term& t) {
+  const lsn at = log_->next_lsn() + staged_.size();
+  staged_.push_back(term_record{t});
+  staged_refs_.push_back({record_tx(staged_.back()), 0});
+  return at;
+}
+
 status partition_core::flush() {
   if (staged_.empty())
     return {};
@@ -1058,6 +1065,8 @@ status partition_core::stage_replicated(const journal_record& rec) {
       bloom_.emplace(std::move(*b));
     }
     staged_refs_.push_back({tx, 0});
+  } else if (std::holds_alternative<term_record>(rec)) {
+    staged_refs_.push_back({tx, 0}); // the journal keeps its term (term_at)
   } else {
     drop_prepared(tx); // an abort
     staged_refs_.push_back({tx, 0});

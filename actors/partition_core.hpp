@@ -447,6 +447,17 @@ public:
   /// The end of this partition's journal: every LSN below it is appended.
   lsn log_end() const noexcept { return log_->next_lsn(); }
 
+  /// Primary side, as it starts leading under term `t` (docs/REPLICATION.md,
+  /// "Terms in the journal"): stages the term record that every record
+  /// after it is written under (appended by the next flush, and shipped
+  /// with it). Returns the LSN it will get when nothing else is staged
+  /// before it.
+  lsn stage_term(const copy_term& t);
+  /// The term the record at `at` was first written under (journal::term_at).
+  copy_term term_at(lsn at) const { return log_->term_at(at); }
+  /// The term of the journal's last record ({} when empty).
+  copy_term last_term() const { return log_->last_term(); }
+
   /// The transaction of the record at `at` (nullopt for LSN 0, "before the
   /// first record"): a copy compares it with another's to check that its
   /// journal is a prefix of the other's. errc::not_found when `at` is

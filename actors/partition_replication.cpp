@@ -576,12 +576,17 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     std::size_t peer = 0;
     std::uint64_t end = 0;
     std::uint64_t last_o = no_prev, last_s = no_prev; // tx of the record at end - 1
+    copy_term last_term;                              // and its term
   };
   struct round {
     std::size_t asked = 0, answered = 0, failed = 0, refused = 0;
     std::size_t filling = 0; // of those answered: copies being filled
     bool finished = false;   // decided (late answers change nothing)
     bool higher = false; // a refusal named a term above this round's
+    // The copy with the most up-to-date journal: the highest term of its
+    // last record, then the longest (Raft's election restriction,
+    // Ongaro and Ousterhout 2014, Sec. 5.4.1); this copy on a tie.
+    copy_term best_term;
     std::uint64_t best_end = 0;
     std::size_t best = 0;
     std::vector<answer> answers;
@@ -589,6 +594,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   auto r = std::make_shared<round>();
   log(log_level::debug, "partition ", core.index(), ": take-over round (term ",
       term_.to_string(), ", journal end ", core.log_end(), ", ", need, " promises needed)");
+  r->best_term = core.last_term();
   r->best_end = core.log_end();
   r->best = peers_.size();
   const auto epoch = epoch_;
@@ -611,7 +617,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       return;
     log(log_level::debug, "partition ", c->index(), ": take-over round (term ",
         term_.to_string(), ") promised by ", r->answered, " of ", r->asked, " (", r->filling,
-        " being filled), refused by ", r->refused, " (longest end ", r->best_end, ")");
+        " being filled), refused by ", r->refused, " (most up-to-date: last term ",
+        r->best_term.to_string(), ", end ", r->best_end, ")");
     // A copy being filled lacks what its predecessor held (docs/REPLICATION.md,
     // "Filling copies"): its promise counts only when every other copy
     // promised, so that no copy that may hold an acknowledged write is
@@ -633,13 +640,20 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       return; // the tick tries again
     }
     if (r->best == peers_.size()) {
-      // This copy is the longest: every shorter copy must be a prefix of
-      // it. One that is not took writes this copy never saw, at the same
-      // LSNs: this copy's tail was then never on a majority (a majority
-      // would have refused them), so this copy stands aside and the others
-      // lead (it is replaced and gets a full copy).
+      // This copy is the most up-to-date. A copy that is not a prefix of
+      // it and whose last record is of an older term holds records of an
+      // older primary that never reached w copies (a write on w copies is
+      // on one of the copies that promised, and no copy that promised has a
+      // later term or, with the same term, a longer journal: Raft's Leader
+      // Completeness, Sec. 5.4.3): it is replaced once this copy leads (its
+      // first batch finds it diverged, and it gets a full copy). With the
+      // same last term (term 0: records written before any term record,
+      // with n_val 1) the terms cannot order them: this copy's tail was
+      // then never on a majority (a majority would have refused the
+      // other's records), and it stands aside as before terms.
       for (const auto& a : r->answers) {
-        if (a.last_o == no_prev || a.end == 0)
+        if (a.last_o == no_prev || a.end == 0 || a.end > c->log_end()
+            || a.last_term != r->best_term)
           continue;
         auto mine = c->tx_at(a.end - 1);
         if (!mine)
@@ -648,19 +662,34 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
                                 : (a.last_o == 0 && a.last_s == 0);
         if (!same) {
           report_stale(self, *c, "the copy on " + peers_[a.peer].node
-                                   + " holds other records at the same positions");
+                                   + " holds other records at the same positions, of the"
+                                     " same term");
           return;
         }
       }
+    } else if (c->log_end() >= r->best_end) {
+      // Another copy is more up-to-date (a later term at its end) and this
+      // one is as long or longer: its records from some LSN on are an older
+      // primary's that never reached w copies (else a copy that promised
+      // would hold a later term's record after them, the Figure 8 rule of
+      // become_primary). It stands aside: replaced, it gets a full copy.
+      // Leading with them (longest wins, before terms) could overwrite
+      // acknowledged records on the other copies (docs/REPLICATION.md).
+      report_stale(self, *c, "the copy on " + peers_[r->best].node
+                               + " has a later term (" + r->best_term.to_string()
+                               + ") at its journal's end " + std::to_string(r->best_end)
+                               + "; this journal ends at " + std::to_string(c->log_end())
+                               + " with term " + c->last_term().to_string());
+      return;
     }
     round_answers_.clear();
     for (const auto& a : r->answers)
-      round_answers_.push_back({peers_[a.peer].node, a.end, a.last_o, a.last_s});
+      round_answers_.push_back({peers_[a.peer].node, a.end, a.last_o, a.last_s, a.last_term});
     if (r->best == peers_.size()) {
       become_primary(self, *c, true);
       return;
     }
-    pull_from(self, r->best, r->best_end, epoch);
+    pull_from(self, r->best, r->best_end, r->best_term, epoch);
   };
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     if (!peers_[i].handle)
@@ -669,8 +698,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by)
       .then(
         [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t role,
-                           std::uint64_t last_o, std::uint64_t last_s, std::uint64_t pn,
-                           node_id& pby) {
+                           std::uint64_t last_o, std::uint64_t last_s, std::uint64_t tn,
+                           node_id& tby, std::uint64_t pn, node_id& pby) {
           if (!promised) {
             ++r->refused;
             copy_term theirs{pn, std::move(pby)};
@@ -683,11 +712,13 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           ++r->answered;
           if (role & filling_flag)
             ++r->filling;
-          r->answers.push_back({i, end, last_o, last_s});
-          if (end > r->best_end) {
+          copy_term last{tn, std::move(tby)};
+          if (std::tie(r->best_term, r->best_end) < std::tie(last, end)) {
+            r->best_term = last;
             r->best_end = end;
             r->best = i;
           }
+          r->answers.push_back({i, end, last_o, last_s, std::move(last)});
           done();
         },
         [r, done](caf::error&) {
@@ -700,12 +731,22 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
 }
 
 void partition_replication::pull_from(caf::event_based_actor* self, std::size_t peer,
-                                      std::uint64_t target, std::uint64_t epoch) {
+                                      std::uint64_t target, copy_term target_term,
+                                      std::uint64_t epoch) {
   auto* c = core_ ? core_() : nullptr;
   if (!c || epoch != epoch_ || peer >= peers_.size())
     return;
   const lsn from = c->log_end();
   if (from >= target) {
+    // The pulled journal ends as the copy's it came from, with its term
+    // (a record of another term at the same position: not the same
+    // journal, though the prefix checks, which compare transactions, passed).
+    if (c->last_term() != target_term) {
+      report_stale(self, *c, "after catching up its last record has term "
+                               + c->last_term().to_string() + ", the copy it caught up from "
+                               + target_term.to_string());
+      return;
+    }
     become_primary(self, *c, true);
     return;
   }
@@ -719,7 +760,7 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
   self->request(peers_[peer].handle, link_timeout, r_fetch_atom::value, from, po, ps,
                 std::uint64_t{max_records_per_send})
     .then(
-      [this, self, peer, target, epoch](std::uint8_t status, std::string& bytes) {
+      [this, self, peer, target, target_term, epoch](std::uint8_t status, std::string& bytes) {
         if (epoch != epoch_)
           return;
         auto* core = core_ ? core_() : nullptr;
@@ -772,7 +813,7 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
           promote_round_ = 0;
           return;
         }
-        pull_from(self, peer, target, epoch);
+        pull_from(self, peer, target, target_term, epoch);
       },
       [this, epoch](caf::error&) {
         if (epoch == epoch_)
@@ -808,25 +849,30 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
         continue; // folded here: cannot tell
       const bool same = *mine ? ((*mine)->origin == a.last_o && (*mine)->seq == a.last_s)
                               : (a.last_o == 0 && a.last_s == 0);
-      if (same)
+      if (same && core.term_at(a.end - 1) == a.last_term)
         progress_->acked(a.node, a.end);
     }
-    const lsn q = progress_->quorum_end();
-    std::uint64_t first_commit = UINT64_MAX;
-    for (lsn at = std::max<lsn>(q, 1); at < core.log_end();) {
-      auto b = core.records_from(at, max_records_per_send);
-      if (!b || b->empty()) {
-        first_commit = 0; // cannot tell: nothing visible until replicated
-        break;
-      }
-      for (const auto& r : b->records)
-        if (auto* c = std::get_if<commit_record>(&r))
-          first_commit = std::min(first_commit, c->commit_time.get(local_dc));
-      at = b->end();
-    }
-    if (first_commit != UINT64_MAX && q < core.log_end()) {
+  }
+  bool flush_term = false;
+  if (term_.n != 0 && core.last_term() != term_ && staged_term_ != term_) {
+    // A new term starts with its term record (journal/record.hpp): every
+    // record after it is this term's, and rounds compare copies by it.
+    // Flushed at the end, once this copy leads (the partition ships it).
+    const lsn at = core.stage_term(term_);
+    staged_term_ = term_;
+    flush_term = true;
+    if (after_round) {
+      // Raft's Figure 8 (Sec. 5.4.2): records of older terms count as on w
+      // copies only once a record of this term after them is. Counted as
+      // soon as they reached w copies, such a record (an older primary's,
+      // adopted by this round) could still be replaced by a copy holding a
+      // later, shorter term, were this copy to fail now, and a read would
+      // have shown it. So every commit of the journal stays invisible until
+      // the term record is on w copies (commit time 0: every snapshot
+      // waits, for one replication round trip; writes are answered after
+      // it anyway, as they come after it).
       unreplicated_.clear();
-      unreplicated_.emplace_back(core.log_end(), first_commit);
+      unreplicated_.emplace_back(at + 1, 0);
       if (on_visible_)
         on_visible_();
     }
@@ -842,6 +888,8 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
         term_.to_string(), ")");
   release(self);
   pump(self, core);
+  if (flush_term && on_needs_flush_)
+    on_needs_flush_();
 }
 
 void partition_replication::step_down(caf::event_based_actor*, const copy_term& by) {
@@ -1061,12 +1109,13 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     // batches from the promoter from now on.
     [this, self](r_fence_atom, std::uint64_t term_n, node_id& term_by)
       -> std::tuple<bool, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t,
-                    std::uint64_t, node_id> {
+                    std::uint64_t, node_id, std::uint64_t, node_id> {
       auto* c = core_();
       copy_term t{term_n, std::move(term_by)};
       if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !fence_.promise(t)) {
         const auto& p = fence_.promised();
-        return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, p.n, p.by};
+        return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, 0, node_id{},
+                p.n, p.by};
       }
       if (role_ == copy_role::primary || role_ == copy_role::promoting) {
         step_down(self, t);
@@ -1085,7 +1134,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       // that counted it as any other could take over without them.
       const auto role = static_cast<std::uint8_t>(
         static_cast<std::uint8_t>(role_) | (filling_ || !configured_ ? filling_flag : 0));
-      return {true, c->log_end(), role, o, q, t.n, t.by};
+      const copy_term last = c->last_term();
+      return {true, c->log_end(), role, o, q, last.n, last.by, t.n, t.by};
     },
     // For `cluster status` (actors/replication_status.hpp): this copy's
     // role, journal end and term, and, as a primary, how far each other

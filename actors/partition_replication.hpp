@@ -23,10 +23,11 @@
 //        -> (status, batch bytes)  status: r_applied | r_diverged |
 //                           r_folded (needs a full copy) | r_refused
 //   (r_fence, term n, term by) -> (promised, end, role, origin and seq of
-//        the tx of the record at end - 1, promised term n, by): a take-over
-//        round's question (replication/copy_fence.hpp); a primary that
-//        promises a higher term than its own steps down; role has bit 0x80
-//        set when the copy is being filled (or not configured yet)
+//        the tx of the record at end - 1, term n and by of that record,
+//        promised term n, by): a take-over round's question
+//        (replication/copy_fence.hpp); a primary that promises a higher
+//        term than its own steps down; role has bit 0x80 set when the copy
+//        is being filled (or not configured yet)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
 //   (r_seed, from node, offset, bytes, last, term n, term by) -> (end,
@@ -105,6 +106,10 @@ public:
   /// partition refuses what it holds for them (parked reads and prepares),
   /// which only the primary may serve.
   void on_stopped_serving(std::function<void()> fn) { on_stopped_serving_ = std::move(fn); }
+  /// Called when this copy staged a record of its own that the partition
+  /// must flush now, before any other message (the term record a new
+  /// primary writes first).
+  void on_needs_flush(std::function<void()> fn) { on_needs_flush_ = std::move(fn); }
   /// Called after every change of role (set_role): the partition serves,
   /// or refuses, the requests it held while no copy it knew of led
   /// (`awaits_leader`).
@@ -176,7 +181,7 @@ private:
   void end_seed(peer_link& p);
   void promote(caf::event_based_actor* self, partition_core& core);
   void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
-                 std::uint64_t epoch);
+                 copy_term target_term, std::uint64_t epoch);
   // Leads: after a take-over round (`after_round`: the journal ends the
   // copies promised are known, `round_ends_`), or again with a new peer
   // list (already primary, or n_val 1).
@@ -212,6 +217,7 @@ private:
   std::function<void()> on_replicated_;
   std::function<void()> on_stopped_serving_;
   std::function<void()> on_role_changed_;
+  std::function<void()> on_needs_flush_;
   reopen_fn reopen_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
@@ -221,16 +227,19 @@ private:
   bool pump_scheduled_ = false;
   std::uint64_t promote_round_ = 0; // the epoch whose take-over round is out
   // What the copies that promised the last successful round answered: the
-  // end of each one's journal and the transaction of its last record.
+  // end of each one's journal, and the transaction and term of its last
+  // record.
   struct round_answer {
     node_id node;
     lsn end = 0;
     std::uint64_t last_o = 0, last_s = 0;
+    copy_term last_term;
   };
   std::vector<round_answer> round_answers_;
   std::uint32_t index_ = 0;
   copy_fence fence_;   // the terms this copy promised (replication/copy_fence.hpp)
   copy_term term_;     // the term it leads under (primary), or tries to (promoting)
+  copy_term staged_term_; // the last term whose term record it staged
   bool wants_primary_ = false; // its membership's last r_config named it primary
   // Being filled (r_config): it lacks writes acknowledged before it was
   // made, so its promise counts in a take-over round only when every copy

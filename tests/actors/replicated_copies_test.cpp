@@ -35,18 +35,22 @@ namespace {
 constexpr std::uint32_t partition_index = 3;
 const object_key the_key{"b", "k"};
 
-struct three_copies {
+// n copies of the partition (w: a majority).
+struct copies_fixture {
   std::filesystem::path root;
   std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
-  std::vector<node_id> nodes{"tally@127.0.0.1:1", "tally@127.0.0.1:2", "tally@127.0.0.1:3"};
+  std::vector<node_id> nodes;
+  std::uint32_t w = 2;
   // Each copy is on a node of its own: its own safe-time board of one slot.
   std::vector<std::shared_ptr<safe_board>> boards;
   std::vector<caf::actor> copies;
   std::unique_ptr<caf::scoped_actor> me;
   std::uint64_t next_tx = 1;
 
-  three_copies() {
+  explicit copies_fixture(std::size_t n) : w(static_cast<std::uint32_t>(n / 2 + 1)) {
+    for (std::size_t i = 1; i <= n; ++i)
+      nodes.push_back("tally@127.0.0.1:" + std::to_string(i));
     root = std::filesystem::temp_directory_path()
            / ("tally-copies-" + std::to_string(std::random_device{}()));
     std::filesystem::remove_all(root);
@@ -82,7 +86,7 @@ struct three_copies {
     copies[i] = spawn_copy(i, std::to_string(i) + ".new");
   }
 
-  ~three_copies() {
+  ~copies_fixture() {
     for (auto& c : copies)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
     copies.clear(); // the system waits for every detached actor to be gone
@@ -92,19 +96,20 @@ struct three_copies {
   }
 
   // What copy i's membership would tell it: its role, the primary, and the
-  // other copies in order, those it cannot reach without a handle.
+  // other copies in order, those it cannot reach without a handle (empty
+  // `reachable`: every copy).
   void configure(std::size_t i, copy_role role, std::optional<std::size_t> primary,
-                 std::vector<bool> reachable = {true, true, true}, bool filling = false) {
+                 std::vector<bool> reachable = {}, bool filling = false) {
     std::vector<node_id> peers;
     std::vector<caf::actor> handles;
     for (std::size_t j = 0; j < nodes.size(); ++j) {
       if (j == i)
         continue;
       peers.push_back(nodes[j]);
-      handles.push_back(reachable[j] ? copies[j] : caf::actor{});
+      handles.push_back(reachable.empty() || reachable[j] ? copies[j] : caf::actor{});
     }
     (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(role),
-                primary ? nodes[*primary] : node_id{}, peers, handles, std::uint32_t{2}, filling);
+                primary ? nodes[*primary] : node_id{}, peers, handles, w, filling);
   }
 
   // Copy i's role and journal end (r_status).
@@ -213,11 +218,10 @@ struct three_copies {
     return out;
   }
 
-  // Copy 0 primary, copies 1 and 2 its replicas, as a membership starts
-  // them.
+  // Copy 0 primary, the others its replicas, as a membership starts them.
   void start_with_copy_0_leading() {
-    configure(1, copy_role::replica, 0);
-    configure(2, copy_role::replica, 0);
+    for (std::size_t i = 1; i < nodes.size(); ++i)
+      configure(i, copy_role::replica, 0);
     configure(0, copy_role::primary, 0);
     BOOST_REQUIRE(wait_role(0, "primary"));
   }
@@ -236,6 +240,14 @@ struct three_copies {
   std::uint64_t slot(std::size_t i) const {
     return boards[i]->blocked_from[0].load(std::memory_order_acquire);
   }
+};
+
+struct three_copies : copies_fixture {
+  three_copies() : copies_fixture(3) {}
+};
+
+struct five_copies : copies_fixture {
+  five_copies() : copies_fixture(5) {}
 };
 
 } // namespace
@@ -461,6 +473,99 @@ BOOST_AUTO_TEST_CASE(copies_all_being_filled_but_one_let_it_lead_once_every_copy
   // And the copies being filled get everything.
   BOOST_TEST(wait_end(1, status(0).second));
   BOOST_TEST(wait_end(2, status(0).second));
+}
+
+// docs/REPLICATION.md, "Terms in the journal": a take-over round picks the
+// copy whose last record has the highest term, then the longest, not the
+// longest. Five copies, w = 3. Copy 0 leads (term 1) and, cut off from the
+// others, writes a tail of its own (+100 three times, on no other copy).
+// Copy 1 takes over (term 2) with copies 2 and 3, and +10 is acknowledged
+// at the same positions, on copies 1, 2 and 3; copy 4 missed both. Copy 1
+// is lost and copy 4 takes over with the promises of copies 0 and 2. Before
+// terms, copy 4 pulled the longest journal, copy 0's tail, and the +10 was
+// gone (copy 2, then found diverged, got a full copy of it).
+BOOST_FIXTURE_TEST_CASE(a_round_prefers_the_later_term_to_the_longer_journal, five_copies) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1)); // on every copy (w = 3; the others follow)
+  for (std::size_t i = 1; i < 5; ++i)
+    BOOST_REQUIRE(wait_end(i, status(0).second));
+
+  // Copy 0 is cut off from the others, which no longer take its batches;
+  // copy 4 follows nobody (it misses everything from here).
+  configure(4, copy_role::replica, std::nullopt);
+  configure(1, copy_role::replica, 2);
+  configure(2, copy_role::replica, 1);
+  configure(3, copy_role::replica, 1);
+  caf::scoped_actor writer{*sys};
+  const auto end_before = status(0).second;
+  for (std::uint64_t n = 1; n <= 3; ++n) {
+    part_prepare_req req;
+    req.tx = tx_id{66, n};
+    req.updates = {tx_update{the_key, crdt_type::counter, counter_effect{100}, std::nullopt}};
+    writer->send(copies[0], part_prepare_atom::value, encode_wire(req));
+  }
+  bool tail_written = false;
+  for (int n = 0; n < 250 && !tail_written; ++n) { // 5 s
+    tail_written = status(0).second >= end_before + 6; // 3 x (update, commit)
+    if (!tail_written)
+      std::this_thread::sleep_for(20ms);
+  }
+  BOOST_REQUIRE_MESSAGE(tail_written, "copy 0 did not journal its tail");
+  // Its membership stops naming it (it would try to lead again, and take
+  // part in the rounds below).
+  configure(0, copy_role::replica, std::nullopt);
+
+  // Copy 1 takes over with copies 2 and 3 (term 2); +10 on 1, 2 and 3.
+  const std::vector<bool> with_1_2_3{false, true, true, true, false};
+  configure(2, copy_role::replica, 1, with_1_2_3);
+  configure(3, copy_role::replica, 1, with_1_2_3);
+  configure(1, copy_role::primary, 1, with_1_2_3);
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  BOOST_REQUIRE(acknowledged(1, 10));
+  const auto end_1 = status(1).second;
+  BOOST_REQUIRE(wait_end(2, end_1));
+  BOOST_REQUIRE(wait_end(3, end_1));
+  BOOST_REQUIRE_MESSAGE(status(0).second > end_1,
+                        "copy 0's journal (" << status(0).second
+                                             << ") is not the longer one (copy 1: " << end_1
+                                             << "): the test shows nothing");
+
+  // Copy 1 is lost; copy 4 takes over, with the promises of copies 0 and 2.
+  caf::anon_send_exit(copies[1], caf::exit_reason::kill);
+  const std::vector<bool> with_0_2_4{true, false, true, false, true};
+  configure(0, copy_role::replica, 4, with_0_2_4);
+  configure(2, copy_role::replica, 4, with_0_2_4);
+  configure(4, copy_role::primary, 4, with_0_2_4);
+  auto served = read_once_served(4);
+  BOOST_REQUIRE_MESSAGE(served.has_value(), "copy 4 did not take over");
+  BOOST_TEST(*served == 11); // +1 and the acknowledged +10; copy 0's tail was never acknowledged
+  // Copy 2 keeps the +10 (it is not overwritten), and copy 0 gets the
+  // primary's journal in place of its tail.
+  BOOST_REQUIRE(acknowledged(4, 1000));
+  BOOST_TEST(read(4).value_or(-1) == 1011);
+  const auto end_4 = status(4).second;
+  BOOST_TEST(wait_end(2, end_4));
+  BOOST_TEST(wait_end(0, end_4));
+}
+
+// Raft's Figure 8 rule (docs/REPLICATION.md, "Terms in the journal"): a
+// copy that leads after a take-over round first writes a record of its
+// term, and every copy's journal then holds it at the same position.
+BOOST_AUTO_TEST_CASE(a_new_primary_writes_a_term_record_first) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 2));
+  const auto end_0 = status(0).second;
+  BOOST_REQUIRE(wait_end(1, end_0));
+  BOOST_REQUIRE(wait_end(2, end_0));
+  configure(0, copy_role::replica, 1);
+  configure(2, copy_role::replica, 1);
+  configure(1, copy_role::primary, 1);
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  // The term record, and nothing else yet: one record more on every copy.
+  BOOST_TEST(wait_end(1, end_0 + 1));
+  BOOST_TEST(wait_end(0, end_0 + 1));
+  BOOST_TEST(wait_end(2, end_0 + 1));
+  BOOST_TEST(read_once_served(1).value_or(-1) == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
