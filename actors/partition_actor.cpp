@@ -148,10 +148,16 @@ struct partition_state {
 using partition_self = caf::stateful_actor<partition_state, hosted_actor>*;
 
 void publish(partition_self self) {
-  if (self->state.slot)
-    self->state.slot->store(std::min(self->state.core->blocked_from(),
-                                     self->state.repl.visible_below()),
-                            std::memory_order_release);
+  if (!self->state.slot)
+    return;
+  // visible_below() 0 (every snapshot waits, for the moment a new primary's
+  // term record takes to reach w copies: partition_replication::
+  // become_primary) does not hold the node's stable time back: its reads
+  // wait briefly; published as 0 it would give clients without a clock
+  // snapshot 0.
+  const auto v = self->state.repl.visible_below();
+  self->state.slot->store(std::min(self->state.core->blocked_from(), v == 0 ? UINT64_MAX : v),
+                          std::memory_order_release);
 }
 
 void publish_if_open(partition_self self) {
@@ -164,6 +170,8 @@ void publish_if_open(partition_self self) {
 std::uint64_t readable_time(partition_self self) {
   auto safe = self->state.core->safe_time();
   auto v = self->state.repl.visible_below();
+  if (v == 0)
+    return 0; // nothing visible for the moment (after a take-over round)
   return v == UINT64_MAX ? safe : std::min(safe, v - 1);
 }
 

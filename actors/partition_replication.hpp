@@ -96,7 +96,9 @@ public:
 
   /// TCC across failover: a commit becomes visible to reads only once its
   /// batch is on w copies, so no read sees a value a failover could take
-  /// back. Reads wait for snapshots at or above this (UINT64_MAX: none).
+  /// back. Reads wait for snapshots at or above this (UINT64_MAX: none; 0:
+  /// every snapshot, after a take-over round until the new term's record is
+  /// on w copies).
   std::uint64_t visible_below() const noexcept {
     return unreplicated_.empty() ? UINT64_MAX : unreplicated_.front().second;
   }

@@ -125,6 +125,17 @@ struct copies_fixture {
     return out;
   }
 
+  // The term copy i leads under (r_status; 0 when it does not lead).
+  std::uint64_t term_of(std::size_t i) {
+    std::uint64_t out = 0;
+    (*me)->request(copies[i], 1s, r_status_atom::value)
+      .receive(
+        [&](std::string&, std::uint64_t, std::uint64_t term, std::vector<std::string>&,
+            std::vector<std::string>&, std::vector<std::string>&) { out = term; },
+        [](caf::error&) {});
+    return out;
+  }
+
   bool wait_role(std::size_t i, const std::string& role) {
     for (int n = 0; n < 250; ++n) { // 5 s
       if (status(i).first == role)
@@ -566,6 +577,46 @@ BOOST_AUTO_TEST_CASE(a_new_primary_writes_a_term_record_first) {
   BOOST_TEST(wait_end(0, end_0 + 1));
   BOOST_TEST(wait_end(2, end_0 + 1));
   BOOST_TEST(read_once_served(1).value_or(-1) == 2);
+}
+
+// Raft's Figure 8 rule (docs/REPLICATION.md, "Terms in the journal"):
+// after a take-over round, what the new primary adopted counts as on w
+// copies only once its term record is. Here copy 1 takes over with the
+// promise of a copy (played by the test) that holds the whole journal, at
+// the same term, and never takes a batch: its term record stays on one
+// copy, so no read is served. Before the rule, the round's answer made the
+// journal count as on 2 copies and copy 1 served at once. Once copy 1
+// reaches a real copy, the term record is on 2 copies and it serves.
+BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_copies) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 2)); // tx <77,1>: its commit is the last record
+  const auto end_0 = status(0).second;
+  BOOST_REQUIRE(wait_end(1, end_0));
+  BOOST_REQUIRE(wait_end(2, end_0));
+  const copy_term term_0{term_of(0), nodes[0]};
+  BOOST_REQUIRE(term_0.n != 0);
+  configure(0, copy_role::replica, 1);
+  configure(2, copy_role::replica, 1);
+  // A copy that promises any round with copy 0's journal (same end, same
+  // last record and term) and answers no batch.
+  auto mute = sys->spawn([=](caf::event_based_actor*) -> caf::behavior {
+    return {
+      [=](r_fence_atom, std::uint64_t n, node_id& by)
+        -> std::tuple<bool, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t,
+                      std::uint64_t, node_id, std::uint64_t, node_id> {
+        return {true, end_0, static_cast<std::uint8_t>(copy_role::replica), 77, 1, term_0.n,
+                term_0.by, n, by};
+      },
+    };
+  });
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{mute, caf::actor{}}, w, false);
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  BOOST_TEST(!read(1).has_value(), "copy 1 served a read before its term record was on 2 copies");
+  configure(1, copy_role::primary, 1); // the real copies
+  BOOST_TEST(read_once_served(1).value_or(-1) == 2);
+  caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
