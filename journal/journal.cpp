@@ -26,8 +26,6 @@ constexpr std::string_view meta_decisions_kept_from = "decisions_kept_from";
 // written by apply_checkpoint when it changes; absent: term 0.
 constexpr std::string_view meta_folded_term = "folded_term";
 
-
-
 // The time a decision entry carries: a clock's largest entry (Tally runs
 // one data centre, so its only one).
 std::uint64_t clock_top(const vector_clock& c) noexcept {
