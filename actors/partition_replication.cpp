@@ -49,10 +49,18 @@ std::pair<std::uint64_t, std::uint64_t> wire_prev(const std::optional<tx_id>& t,
   return {t->origin, t->seq};
 }
 
+// The term of the record at `first - 1` that a prefix check sends with its
+// transaction (`known`: that record is in `core`'s log; none for LSN 0).
+copy_term wire_prev_term(partition_core& core, lsn first, bool known) {
+  return known && first > 1 ? core.term_at(first - 1) : copy_term{};
+}
+
 // True when the record at `first - 1` of `core` is the one (prev_o, prev_s)
-// names, or cannot be checked (folded, or no check asked).
+// of term `prev_term` names, or cannot be checked (folded, or no check
+// asked): Raft's consistency check on (index, term) of the entry before
+// (Sec. 5.3), with the record's transaction besides.
 bool prefix_matches(partition_core& core, std::uint64_t first, std::uint64_t prev_o,
-                    std::uint64_t prev_s) {
+                    std::uint64_t prev_s, const copy_term& prev_term) {
   if (prev_o == no_prev || first == 0)
     return true;
   if (first - 1 >= core.log_end())
@@ -62,7 +70,8 @@ bool prefix_matches(partition_core& core, std::uint64_t first, std::uint64_t pre
     return true; // folded here: cannot tell
   if (!*mine)
     return prev_o == 0 && prev_s == 0;
-  return (*mine)->origin == prev_o && (*mine)->seq == prev_s;
+  return (*mine)->origin == prev_o && (*mine)->seq == prev_s
+         && core.term_at(first - 1) == prev_term;
 }
 
 } // namespace
@@ -256,12 +265,13 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
     }
   }
   auto [po, ps] = wire_prev(prev, prev_known);
+  const copy_term pt = wire_prev_term(core, b.first, prev_known);
   p.in_flight = true;
   p.sent_at = std::chrono::steady_clock::now();
   const auto epoch = epoch_;
   const node_id node = p.node;
   self->request(p.handle, link_timeout, r_append_atom::value, self_node_, encode_batch(b), po, ps,
-                term_.n, term_.by)
+                pt.n, pt.by, term_.n, term_.by)
     .then(
       [this, self, epoch, node](std::uint64_t end, std::uint8_t status, std::uint64_t pn,
                                 node_id& pby) {
@@ -757,7 +767,8 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
     known = true;
   }
   auto [po, ps] = wire_prev(prev, known);
-  self->request(peers_[peer].handle, link_timeout, r_fetch_atom::value, from, po, ps,
+  const copy_term pt = wire_prev_term(*c, from, known);
+  self->request(peers_[peer].handle, link_timeout, r_fetch_atom::value, from, po, ps, pt.n, pt.by,
                 std::uint64_t{max_records_per_send})
     .then(
       [this, self, peer, target, target_term, epoch](std::uint8_t status, std::string& bytes) {
@@ -985,7 +996,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                 std::move(peers), std::move(handles), w, filling);
     },
     [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
-                 std::uint64_t prev_s, std::uint64_t term_n, node_id& term_by)
+                 std::uint64_t prev_s, std::uint64_t prev_term_n, node_id& prev_term_by,
+                 std::uint64_t term_n, node_id& term_by)
       -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
       auto* c = core_();
       auto answer = [this](std::uint64_t end, repl_status s)
@@ -1009,7 +1021,10 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       // exact checks (position, prefix) only when it cannot decide
       // (docs/REPLICATION.md, "Dependency check").
       switch (c->check_dependencies(
-        *b, [&] { return prefix_matches(*c, b->first, prev_o, prev_s); })) {
+        *b, [&] {
+          return prefix_matches(*c, b->first, prev_o, prev_s,
+                                copy_term{prev_term_n, prev_term_by});
+        })) {
         case dependency_verdict::gap:
           return answer(end, repl_status::gap);
         case dependency_verdict::diverged:
@@ -1037,12 +1052,14 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       return answer(*applied, repl_status::applied);
     },
     [this](r_fetch_atom, std::uint64_t from, std::uint64_t prev_o, std::uint64_t prev_s,
+           std::uint64_t prev_term_n, node_id& prev_term_by,
            std::uint64_t max) -> std::tuple<std::uint8_t, std::string> {
       auto* c = core_();
       auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
       if (!c || role_ == copy_role::stale)
         return {status(repl_status::refused), {}};
-      if (!prefix_matches(*c, from, prev_o, prev_s))
+      if (!prefix_matches(*c, from, prev_o, prev_s,
+                          copy_term{prev_term_n, prev_term_by}))
         return {status(repl_status::diverged), {}};
       if (from > c->log_end())
         return {status(repl_status::diverged), {}};

@@ -15,11 +15,14 @@
 //              and is replaced (replica_sets).
 //
 // Messages (atoms in actors/atoms.hpp), between copies of one partition:
-//   (r_append, from node, batch bytes, prev origin, prev seq, term n, term by)
+//   (r_append, from node, batch bytes, prev origin, prev seq, prev term n,
+//        prev term by, term n, term by): prev = the transaction and term of
+//        the record before the batch (the prefix check)
 //        -> (end, status)   status: r_applied | r_gap (send from `end`) |
 //                           r_refused (not your replica) | r_diverged |
 //                           r_fenced (a higher term was promised here)
-//   (r_fetch, from LSN, prev origin, prev seq, max records)
+//   (r_fetch, from LSN, prev origin, prev seq, prev term n, prev term by,
+//        max records)
 //        -> (status, batch bytes)  status: r_applied | r_diverged |
 //                           r_folded (needs a full copy) | r_refused
 //   (r_fence, term n, term by) -> (promised, end, role, origin and seq of

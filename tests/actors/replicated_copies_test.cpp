@@ -26,6 +26,7 @@
 #include "actors/partition_core.hpp"
 #include "actors/partition_replication.hpp"
 #include "actors/wire.hpp"
+#include "replication/replication_batch.hpp"
 
 using namespace tally;
 using namespace std::chrono_literals;
@@ -617,6 +618,30 @@ BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_cop
   configure(1, copy_role::primary, 1); // the real copies
   BOOST_TEST(read_once_served(1).value_or(-1) == 2);
   caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
+}
+
+// Raft's consistency check (Sec. 5.3): a batch is taken only when the
+// record before it is the one the primary names, by transaction and by
+// term (docs/REPLICATION.md, "Terms in the journal"). The test sends copy
+// 1 an empty batch at its end as copy 0 would, naming the record before it
+// (the commit of <77,1>) with its real term, then with another.
+BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 3)); // tx <77,1>: its commit is the last record
+  const auto end = status(0).second;
+  BOOST_REQUIRE(wait_end(1, end));
+  const copy_term t0{term_of(0), nodes[0]};
+  auto send = [&](const copy_term& prev_term) {
+    std::uint8_t out = 255;
+    (*me)->request(copies[1], 1s, r_append_atom::value, nodes[0],
+                   encode_batch(replication_batch{end, {}, std::nullopt}), std::uint64_t{77},
+                   std::uint64_t{1}, prev_term.n, prev_term.by, t0.n, t0.by)
+      .receive([&](std::uint64_t, std::uint8_t status, std::uint64_t, node_id&) { out = status; },
+               [](caf::error&) {});
+    return out;
+  };
+  BOOST_TEST(send(t0) == static_cast<std::uint8_t>(repl_status::applied));
+  BOOST_TEST(send(copy_term{t0.n + 1, t0.by}) == static_cast<std::uint8_t>(repl_status::diverged));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
