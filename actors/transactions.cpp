@@ -1,6 +1,7 @@
 #include "actors/transactions.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -91,14 +92,25 @@ struct gather {
 } // namespace
 
 std::uint64_t random_u64() {
-  std::uint64_t v = 0;
-  for (std::size_t got = 0; got < sizeof v;) {
-    auto n = ::getrandom(reinterpret_cast<char*>(&v) + got, sizeof v - got, 0);
-    if (n > 0)
-      got += static_cast<std::size_t>(n);
-    else if (errno != EINTR)
-      std::abort(); // no entropy source: nothing safe to hand out
+  // Drawn 32 at a time, per thread: one getrandom() call per 32 values
+  // instead of one per interactive transaction (docs/PERFORMANCE.md,
+  // "Transactions: where their CPU goes"). Each value is still 64 bits of
+  // the kernel's CSPRNG, handed out once and then wiped from the pool.
+  thread_local std::array<std::uint64_t, 32> pool{};
+  thread_local std::size_t left = 0;
+  if (left == 0) {
+    auto* bytes = reinterpret_cast<char*>(pool.data());
+    for (std::size_t got = 0; got < sizeof pool;) {
+      auto n = ::getrandom(bytes + got, sizeof pool - got, 0);
+      if (n > 0)
+        got += static_cast<std::size_t>(n);
+      else if (errno != EINTR)
+        std::abort(); // no entropy source: nothing safe to hand out
+    }
+    left = pool.size();
   }
+  const auto v = pool[--left];
+  pool[left] = 0;
   return v;
 }
 

@@ -56,7 +56,8 @@ using writes_by_partition = std::map<std::uint32_t, std::vector<tx_update>>;
 expected<writes_by_partition>
 updates_by_partition(std::uint32_t q, const std::vector<update_op>& updates);
 
-/// 64 random bits from the kernel's CSPRNG (aborts without one).
+/// 64 random bits from the kernel's CSPRNG, drawn 32 values at a time per
+/// thread, each handed out once (aborts without a CSPRNG).
 std::uint64_t random_u64();
 
 /// Fresh unique tokens for one prepared request: a random origin per
