@@ -19,6 +19,11 @@
 # (default "--durability periodic"), CONNECTIONS (32), KEYS (1000),
 # PORT (first port, default 18400). Static modes run --ratio 80:20.
 set -euo pipefail
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ] || [ $# -lt 3 ]; then
+  sed -n 2,20p "$0" | sed 's/^# \{0,1\}//'
+  [ $# -ge 3 ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ] || exit 2
+  exit 0
+fi
 old=$1 new=$2 mode=$3 rounds=${4:-3} dur=${5:-10}
 bench=${TALLY_BENCH:-build/bin/tally-bench}
 args=${TALLYD_ARGS:---durability periodic}
