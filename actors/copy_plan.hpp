@@ -1,8 +1,8 @@
-// Where a node's partition copies are (docs/REPLICATION.md, "Copies";
-// docs/CLUSTER.md, "Removing a dead node"): which copies this node opens,
-// which it re-creates after a removal, which are being filled (and their
-// marks on disk), who holds a current copy, and, with n_val > 1, the routes
-// to each partition's primary. Run by the membership actor
+// Where a node's partition copies are (docs/REPLICATION.md, "Replicas and
+// the primary"; docs/CLUSTER.md, "Removing a dead node"): which copies this
+// node opens, which it re-creates after a removal, which are being filled
+// (and their marks on disk), who holds a current copy, and, with n_val > 1,
+// the routes to each partition's primary. Run by the membership actor
 // (actors/membership.cpp) on its state (actors/membership_state.hpp).
 #pragma once
 
@@ -39,9 +39,8 @@ void ensure_copies(mem_self self);
 bool recreate_removed(mem_self self);
 
 /// n_val > 1: routes to each partition's primary copy and configures this
-/// node's copies (actors/replica_sets.hpp).
-/// Configures them only once the view has settled (a starting node waits
-/// for its peers, at most 3 s).
+/// node's copies (actors/replica_sets.hpp); configures them only once the
+/// view has settled (a starting node waits for its peers, at most 3 s).
 void replicated_routes(mem_self self);
 
 /// Marks this node's copy of partition p as being filled (it follows the

@@ -38,7 +38,8 @@ struct peer {
   // whose only copy it holds (not "handoff in progress; retry").
   std::set<std::uint32_t> served_when_down;
   // Wall time (us) it was last seen going down: a two-phase commit it took
-  // part in around then may have lost messages (force_decision).
+  // part in around then may have lost messages (force_decision in
+  // actors/undecided_resolution.cpp).
   std::uint64_t down_at_us = 0;
   bool up = false;
   bool connecting = false;
@@ -119,7 +120,7 @@ struct membership_state {
   std::set<std::uint32_t> checking;
   bool removed_stop = false; // this node learnt it was removed: stopping
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  bool settled_once = false; // see settled()
+  bool settled_once = false; // see settled() in actors/copy_plan.cpp
   static inline const char* name = "membership";
 };
 
