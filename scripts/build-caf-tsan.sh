@@ -64,6 +64,9 @@ if [ ! -f "$srcdir/.tally-unpacked" ]; then
   echo "build-caf-tsan: fetching $src_pkg $version source from $mirror"
   apt-get -q "${apt_opts[@]}" update >"$dir/fetch.log" 2>&1 ||
     { cat "$dir/fetch.log" >&2; die "apt-get update of the deb-src list ($mirror) failed, log above"; }
+  # apt-get update only warns when the mirror cannot be reached.
+  compgen -G "$apt/lists/*_Sources*" >/dev/null ||
+    { cat "$dir/fetch.log" >&2; die "could not download the source index from $mirror (log above): is it reachable? (MIRROR overrides it)"; }
   rm -rf "$srcdir"
   # apt-get source verifies every file against the .dsc's checksums and runs
   # dpkg-source -x, which applies Debian's patches (debian/patches).
