@@ -14,7 +14,8 @@
 #              scripts/build-caf-tsan.sh fetches its source with apt-get
 #              source and builds it into $CAF_TSAN_DIR (default
 #              build-tsan/caf-tsan) when missing; the binaries load it by
-#              RPATH (checked with ldd). Suppressions: scripts/tsan.supp.
+#              RUNPATH (checked with ldd). Race suppressions: scripts/tsan.supp
+#              when present (none needed so far).
 #   -- ARGS    passed on to ctest, e.g. -- -R crdt.
 #
 # Both build RelWithDebInfo with -DTALLY_WERROR=ON, -j2 under nice (ccache when
@@ -62,7 +63,7 @@ if [ "$mode" = tsan ]; then
   echo "sanitize: TSan CAF ready after $(( $(date +%s) - start )) s"
   # Given by path, not by CMAKE_PREFIX_PATH: the find_* results are cached,
   # and a build dir configured before against /usr must switch too. CMake puts
-  # $caf/prefix/lib in the build RPATH of every binary that links it.
+  # $caf/prefix/lib in the build RUNPATH of every binary that links it.
   caf_args=(-DCAF_INCLUDE_DIR="$caf/prefix/include"
             -DCAF_CORE_LIBRARY="$caf/prefix/lib/libcaf_core.so"
             -DCAF_IO_LIBRARY="$caf/prefix/lib/libcaf_io.so"
