@@ -154,11 +154,25 @@ expected<std::uint16_t> publish_on_cluster_port(caf::actor_system& sys, const ca
 
 expected<caf::actor> remote_cluster_actor(caf::actor_system& sys, const std::string& host,
                                           std::uint16_t port) {
-  auto remote = node_links_use_tls(sys) ? caf::openssl::remote_actor(sys, host, port)
-                                        : sys.middleman().remote_actor(host, port);
-  if (!remote)
-    return make_error(errc::unavailable, sys.render(remote.error()));
-  return *remote;
+  // CAF 0.17.6's BASP broker gives an outgoing connection a last-seen time of
+  // zero until the member's handshake arrives (basp_broker.cpp, the
+  // connect_atom handler default-constructs the endpoint context), so the
+  // next heartbeat tick (every 250 ms, apps/tallyd.cpp) drops it with
+  // sec::connection_timeout when the handshake is slower than that: a TLS
+  // handshake on a loaded machine, or under ThreadSanitizer, where joins
+  // failed 0.2 s after they began (docs/RELIABILITY.md, "TSan"). A real
+  // connection timeout would need middleman.connection-timeout (2 s) of
+  // silence. So that error is tried again, a bounded number of times; every
+  // other error is returned at once.
+  constexpr int attempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    auto remote = node_links_use_tls(sys) ? caf::openssl::remote_actor(sys, host, port)
+                                          : sys.middleman().remote_actor(host, port);
+    if (remote)
+      return *remote;
+    if (remote.error() != caf::sec::connection_timeout || attempt == attempts)
+      return make_error(errc::unavailable, sys.render(remote.error()));
+  }
 }
 
 caf::io::middleman_actor node_link_opener(caf::actor_system& sys) {

@@ -125,8 +125,13 @@ void open_transactions::forget_session(std::uint64_t session) {
   if (per_session_.count(session) == 0)
     return;
   for (auto i = open_.begin(); i != open_.end();) {
-    std::lock_guard<std::mutex> lock{i->second->mu};
-    if (i->second->session == session && !i->second->committing) {
+    // `keep` outlives `lock`: erase() drops the map's reference, and the
+    // transaction (with the mutex `lock` holds) must not be freed before
+    // `lock` unlocks it (ThreadSanitizer: heap-use-after-free in unlock,
+    // docs/RELIABILITY.md "TSan").
+    auto keep = i->second;
+    std::lock_guard<std::mutex> lock{keep->mu};
+    if (keep->session == session && !keep->committing) {
       release_session(session);
       i = open_.erase(i);
     } else {
@@ -283,7 +288,8 @@ std::size_t open_transactions::expire(std::chrono::steady_clock::time_point now)
   {
     std::lock_guard<std::mutex> g{mu_};
     for (auto i = open_.begin(); i != open_.end();) {
-      auto& t = *i->second;
+      auto keep = i->second; // outlives `lock`, as in forget_session
+      auto& t = *keep;
       std::lock_guard<std::mutex> lock{t.mu};
       if (!t.committing && now - t.last_used > ctx_->limits.tx_idle_timeout) {
         gone.push_back(t.id);

@@ -91,13 +91,13 @@ expected<double> log_pr_positive_exact(const bloom_clock& y,
   const double p = 1.0 / static_cast<double>(z.m());
   const double log_p = std::log(p);
   const double log_not_p = std::log1p(-p); // -inf when m = 1
-  const double log_q_factorial = std::lgamma(static_cast<double>(q) + 1.0);
+  const double log_q_factorial = log_gamma(static_cast<double>(q) + 1.0);
   // ln b(l, q, p) of Equation 5.
   auto log_pmf = [&](std::uint64_t l) {
     double fails = static_cast<double>(q - l);
     double log_choose = log_q_factorial
-                        - std::lgamma(static_cast<double>(l) + 1.0)
-                        - std::lgamma(fails + 1.0);
+                        - log_gamma(static_cast<double>(l) + 1.0)
+                        - log_gamma(fails + 1.0);
     return log_choose + static_cast<double>(l) * log_p
            + (q == l ? 0.0 : fails * log_not_p);
   };

@@ -1,5 +1,7 @@
 #include "clock/incomplete_gamma.hpp"
 
+#include <math.h> // lgamma_r (glibc; not in <cmath>)
+
 #include <cmath>
 #include <limits>
 
@@ -75,7 +77,7 @@ double deviance(double a, double x) {
 //   ln(x^a e^-x / Γ(a+1)) = -stirling_error(a) - deviance(a, x) - ln(2πa)/2.
 double log_prefactor(double a, double x) {
   if (a < stirling_threshold)
-    return a * std::log(x) - x - std::lgamma(a);
+    return a * std::log(x) - x - log_gamma(a);
   constexpr double log_two_pi = 1.8378770664093454836; // ln(2π)
   return std::log(a) - stirling_error(a) - deviance(a, x)
          - 0.5 * (log_two_pi + std::log(a));
@@ -173,6 +175,11 @@ double gamma_q(double a, double x) noexcept {
   if (use_series(a, x))
     return -std::expm1(log_p_series(a, x));
   return std::exp(log_q_fraction(a, x));
+}
+
+double log_gamma(double x) noexcept {
+  int sign = 0; // Γ(x)'s sign, unused: only the magnitude is wanted
+  return ::lgamma_r(x, &sign);
 }
 
 } // namespace tally

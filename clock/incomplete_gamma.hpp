@@ -11,7 +11,7 @@
 // Method (Numerical Recipes, 3rd ed., section 6.2): the power series of
 // P for x < a + 1, Lentz's continued fraction of Q otherwise, the other one
 // by complement (through log1p/expm1). Both share the prefactor
-// x^a e^-x / Γ(a): from std::lgamma for a < 20, and for larger a from
+// x^a e^-x / Γ(a): from lnΓ (log_gamma) for a < 20, and for larger a from
 // Stirling's series and Loader's deviance, which avoid the cancellation in
 // a·ln x - x - lnΓ(a) when a and x are large and close. Accuracy: about
 // 1e-12 relative or better over the tested range (a up to 10^6; 1e-10 is
@@ -35,5 +35,12 @@ double log_gamma_p(double a, double x) noexcept;
 
 /// ln Q(a, x), in [-inf, 0]; -inf when x = +inf.
 double log_gamma_q(double a, double x) noexcept;
+
+/// ln|Γ(x)|, the value of std::lgamma, without its side effect: std::lgamma
+/// stores the sign of Γ(x) in the global `signgam` (POSIX), so two threads
+/// computing it at once race (ThreadSanitizer saw partition actors of one
+/// tallyd do so, docs/RELIABILITY.md "TSan"). Uses glibc's lgamma_r, which
+/// returns the sign through its argument instead. Thread-safe.
+double log_gamma(double x) noexcept;
 
 } // namespace tally

@@ -9,6 +9,13 @@
 #              Build dir: build-asan (BUILD_DIR overrides).
 #   --tsan     ThreadSanitizer (g++ -fsanitize=thread), only the suites with
 #              threads and actors: actors, cluster. Build dir: build-tsan.
+#              Against CAF 0.17.6 built with -fsanitize=thread too (Debian's
+#              libcaf is not: TSan would report every message hand-off):
+#              scripts/build-caf-tsan.sh fetches its source with apt-get
+#              source and builds it into $CAF_TSAN_DIR (default
+#              build-tsan/caf-tsan) when missing; the binaries load it by
+#              RUNPATH (checked with ldd). Race suppressions: scripts/tsan.supp
+#              when present (none needed so far).
 #   -- ARGS    passed on to ctest, e.g. -- -R crdt.
 #
 # Both build RelWithDebInfo with -DTALLY_WERROR=ON, -j2 under nice (ccache when
@@ -27,7 +34,7 @@ mode=asan; ctest_args=(); targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tsan) mode=tsan ;;
-    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,28p "$0"; exit 0 ;;
     --) shift; ctest_args=("$@"); break ;;
     *) echo "sanitize: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -47,6 +54,22 @@ else
 fi
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 
+caf_args=()
+if [ "$mode" = tsan ]; then
+  caf=${CAF_TSAN_DIR:-$build/caf-tsan}
+  case "$caf" in /*) ;; *) caf="$root/$caf" ;; esac
+  start=$(date +%s)
+  scripts/build-caf-tsan.sh "$caf"
+  echo "sanitize: TSan CAF ready after $(( $(date +%s) - start )) s"
+  # Given by path, not by CMAKE_PREFIX_PATH: the find_* results are cached,
+  # and a build dir configured before against /usr must switch too. CMake puts
+  # $caf/prefix/lib in the build RUNPATH of every binary that links it.
+  caf_args=(-DCAF_INCLUDE_DIR="$caf/prefix/include"
+            -DCAF_CORE_LIBRARY="$caf/prefix/lib/libcaf_core.so"
+            -DCAF_IO_LIBRARY="$caf/prefix/lib/libcaf_io.so"
+            -DCAF_OPENSSL_LIBRARY="$caf/prefix/lib/libcaf_openssl.so")
+fi
+
 # g++ 12 with -fsanitize=address at -O2 reports false -Wmaybe-uninitialized
 # in std::variant moves (crdt/any_crdt.cpp, reset_update); the GCC manual
 # (Instrumentation Options, -fsanitize) says sanitizers raise the rate of false
@@ -62,12 +85,26 @@ mkdir -p "$build"
 nice cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_JEMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags $cxx_only" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
-  -DCMAKE_SHARED_LINKER_FLAGS="$flags" "${launcher[@]}" >"$build/configure.log" 2>&1 ||
+  -DCMAKE_SHARED_LINKER_FLAGS="$flags" "${launcher[@]}" "${caf_args[@]}" >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
 start=$(date +%s)
 nice cmake --build "$build" -j2 "${targets[@]}" >"$build/build.log" 2>&1 ||
   { tail -50 "$build/build.log" >&2; echo "sanitize: build failed, see $build/build.log" >&2; exit 1; }
 echo "sanitize: built in $(( $(date +%s) - start )) s"
+
+if [ "$mode" = tsan ]; then
+  # Every binary the suites run must load the TSan CAF, not /usr/lib's.
+  for bin in "$build"/bin/test_actors "$build"/bin/test_cluster "$build"/bin/tallyd "$build"/bin/tally; do
+    [ -x "$bin" ] || { echo "sanitize: $bin was not built" >&2; exit 1; }
+    libs=$(ldd "$bin" | grep libcaf_ || true)
+    other=$(echo "$libs" | grep -v "=> $caf/prefix/lib/libcaf_" || true)
+    if [ -n "$other" ] || { [ -z "$libs" ] && [ "${bin##*/}" != tally ]; }; then
+      echo "sanitize: $bin does not load CAF from $caf/prefix/lib:" >&2
+      echo "${libs:-(no libcaf_*)}" >&2; exit 1
+    fi
+  done
+  echo "sanitize: test_actors, test_cluster, tallyd load CAF from $caf/prefix/lib (ldd)"
+fi
 
 # Reports go to files (one per process: <prefix>.<pid>), so those of tallyd
 # children, whose stderr the tests read or drop, are not lost.
@@ -85,6 +122,8 @@ if [ "$mode" = asan ]; then
   export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
 else
   export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=0:second_deadlock_stack=1"
+  # One comment per entry there says why it is not Tally's race.
+  [ -f scripts/tsan.supp ] && TSAN_OPTIONS+=":suppressions=$root/scripts/tsan.supp"
 fi
 
 start=$(date +%s)

@@ -133,6 +133,34 @@ BOOST_AUTO_TEST_CASE(interactive_transaction_buffers_until_commit) {
   BOOST_TEST(std::get<std::int64_t>(o2.objects.values[0]) == 5);
 }
 
+// Closing a connection aborts its open transactions; the sweeper aborts idle
+// ones. Both erased the transaction from the table while holding its mutex,
+// which freed the mutex before it was unlocked (a heap-use-after-free found by
+// ThreadSanitizer, docs/RELIABILITY.md "TSan"; the sanitizer builds of this
+// suite, ASan's and TSan's, fail on it).
+BOOST_AUTO_TEST_CASE(a_closed_connections_transaction_is_aborted) {
+  auto st = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  BOOST_TEST(gateway.handler->holds_state(1));
+  gateway.handler->closed(1); // ask_gateway's session
+  BOOST_TEST(!gateway.handler->holds_state(1));
+  auto c = ask_gateway(commit_transaction_req{st.transaction_descriptor});
+  BOOST_TEST(std::holds_alternative<error_resp>(c));
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_transaction_is_aborted_by_the_sweeper) {
+  auto st = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  BOOST_REQUIRE(st.success);
+  ctx->limits.tx_idle_timeout = std::chrono::milliseconds{0};
+  BOOST_TEST(gateway.handler->holds_state(1));
+  // The sweeper's next round is its 250 ms delayed message: fire it now.
+  BOOST_REQUIRE(sched.trigger_timeout());
+  sched.run();
+  BOOST_TEST(!gateway.handler->holds_state(1));
+  auto c = ask_gateway(commit_transaction_req{st.transaction_descriptor});
+  BOOST_TEST(std::holds_alternative<error_resp>(c));
+}
+
 BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) {
   tx_descriptor d;
   d.tx = {7, 1};

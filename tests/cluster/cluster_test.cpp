@@ -30,6 +30,7 @@
 #include "actors/wire.hpp"
 #include "tests/cluster/cluster_support.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/latency_bounds.hpp"
 #include "tests/support/seeded_rng.hpp"
 
 using namespace tally;
@@ -999,7 +1000,8 @@ BOOST_AUTO_TEST_CASE(a_paused_coordinators_prepared_transactions_are_decided_wit
   BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.err().to_string()));
   for (auto v : got->values)
     BOOST_TEST(v == got->values[0]); // atomic
-  BOOST_TEST(decided_ms < 3000); // 0.5-1 s measured; 10 s or a timeout before
+  // 0.5-1 s measured; 10 s or a timeout before (9 s under TSan, latency_bounds.hpp)
+  BOOST_TEST(decided_ms < 3000 * latency_bound_scale);
 }
 
 // The entries `tally inspect --deep` reads in partition p of the data dir

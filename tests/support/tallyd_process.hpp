@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/latency_bounds.hpp"
+
 #ifndef TALLYD_PATH
 #error "TALLYD_PATH must name the tallyd binary (tests/CMakeLists.txt)"
 #endif
@@ -70,7 +72,8 @@ inline std::uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
-/// A connected socket (TCP_NODELAY, 10 s receive timeout), or -1.
+/// A connected socket (TCP_NODELAY, 10 s receive timeout; 30 s in TSan
+/// builds, latency_bounds.hpp), or -1.
 inline int try_connect(std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -83,7 +86,8 @@ inline int try_connect(std::uint16_t port) {
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  timeval tv{10, 0}; // a test never hangs on a silent server
+  // A test never hangs on a silent server.
+  timeval tv{static_cast<time_t>(10 * latency_bound_scale), 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
 }
