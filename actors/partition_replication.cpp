@@ -55,6 +55,19 @@ copy_term wire_prev_term(partition_core& core, lsn first, bool known) {
   return known && first > 1 ? core.term_at(first - 1) : copy_term{};
 }
 
+// Whether the record at `at` of `core` is transaction (o, s) written under
+// term `t` (at 0, "before the first record", is named (0, 0)); nullopt when
+// it cannot be told (folded here, or beyond this journal).
+std::optional<bool> holds_record(partition_core& core, lsn at, std::uint64_t o,
+                                 std::uint64_t s, const copy_term& t) {
+  auto mine = core.tx_at(at);
+  if (!mine)
+    return std::nullopt;
+  if (!*mine)
+    return o == 0 && s == 0;
+  return (*mine)->origin == o && (*mine)->seq == s && core.term_at(at) == t;
+}
+
 // True when the record at `first - 1` of `core` is the one (prev_o, prev_s)
 // of term `prev_term` names, or cannot be checked (folded, or no check
 // asked): Raft's consistency check on (index, term) of the entry before
@@ -65,13 +78,7 @@ bool prefix_matches(partition_core& core, std::uint64_t first, std::uint64_t pre
     return true;
   if (first - 1 >= core.log_end())
     return true; // beyond this journal: a gap, not a divergence
-  auto mine = core.tx_at(first - 1);
-  if (!mine)
-    return true; // folded here: cannot tell
-  if (!*mine)
-    return prev_o == 0 && prev_s == 0;
-  return (*mine)->origin == prev_o && (*mine)->seq == prev_s
-         && core.term_at(first - 1) == prev_term;
+  return holds_record(core, first - 1, prev_o, prev_s, prev_term).value_or(true);
 }
 
 } // namespace
@@ -665,12 +672,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
         if (a.last_o == no_prev || a.end == 0 || a.end > c->log_end()
             || a.last_term != r->best_term)
           continue;
-        auto mine = c->tx_at(a.end - 1);
-        if (!mine)
-          continue; // folded here: cannot tell
-        const bool same = *mine ? ((*mine)->origin == a.last_o && (*mine)->seq == a.last_s)
-                                : (a.last_o == 0 && a.last_s == 0);
-        if (!same) {
+        // (folded here: cannot tell, so it counts as the same)
+        if (!holds_record(*c, a.end - 1, a.last_o, a.last_s, a.last_term).value_or(true)) {
           report_stale(self, *c, "the copy on " + peers_[a.peer].node
                                    + " holds other records at the same positions, of the"
                                      " same term");
@@ -855,12 +858,8 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
     for (const auto& a : round_answers_) {
       if (a.end == 0 || a.end > core.log_end() || a.last_o == no_prev)
         continue;
-      auto mine = core.tx_at(a.end - 1);
-      if (!mine)
-        continue; // folded here: cannot tell
-      const bool same = *mine ? ((*mine)->origin == a.last_o && (*mine)->seq == a.last_s)
-                              : (a.last_o == 0 && a.last_s == 0);
-      if (same && core.term_at(a.end - 1) == a.last_term)
+      // (folded here: cannot tell, so not counted)
+      if (holds_record(core, a.end - 1, a.last_o, a.last_s, a.last_term).value_or(false))
         progress_->acked(a.node, a.end);
     }
   }
