@@ -79,9 +79,18 @@ status resolve_undecided(std::vector<std::unique_ptr<partition_core>>& cores, bo
       }
     }
   }
-  for (auto& core : cores)
+  // Synced here, whatever the durability: with the journals synced on the
+  // sync threads (partition_options::sync_elsewhere), a flushed batch
+  // applies only once a sync covers it, and nothing else would sync a
+  // partition that gets no write: its decided transactions would stay
+  // prepared, their keys unreadable and the node's stable time held.
+  for (auto& core : cores) {
     if (auto st = core->flush(); !st)
       return st.err();
+    if (core->has_unsynced())
+      if (auto st = core->sync(); !st)
+        return st.err();
+  }
   return {};
 }
 
