@@ -717,6 +717,12 @@ status partition_core::stage_commit(const tx_id& tx,
     auto d = log_->find_decision(tx);
     if (d && *d && (*d)->outcome == tx_outcome::committed && (*d)->time == commit_time)
       return {};
+    // Aborted here and committed elsewhere: atomicity is broken (a split
+    // decision). Never expected; said loudly, so that the chaos suite and an
+    // operator see it (the asker logs it as an error).
+    if (d && *d && (*d)->outcome == tx_outcome::aborted)
+      return make_error(errc::aborted, "split decision: a commit of a transaction this "
+                                       "partition aborted");
     return make_error(errc::not_found, "commit of a transaction this "
                                        "partition has not prepared");
   }

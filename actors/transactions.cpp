@@ -13,6 +13,7 @@
 
 #include "actors/node_context.hpp"
 #include "actors/partition_calls.hpp"
+#include "common/log.hpp"
 #include "protocol/descriptor.hpp"
 #include "ring/partition.hpp"
 
@@ -368,7 +369,10 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
     acked->left = parts.size();
     for (auto p : parts)
       call_commit(sys, *ctx, p, part_commit_req{tx, commit_time},
-                  [acked, commit_time, done](part_ack a) {
+                  [acked, commit_time, done, tx, p](part_ack a) {
+                    if (a.err && a.err->code() == errc::aborted) // never expected
+                      log(log_level::error, "partition ", p, ": ", tx, ": ",
+                          a.err->to_string());
                     if (!acked->add(std::move(a.err), [](int&) {}))
                       return;
                     if (acked->err)

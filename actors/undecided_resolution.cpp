@@ -161,6 +161,12 @@ void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
           st.resolving.erase(key);
           return;
         }
+        if (a && a->err->code() == errc::aborted) { // committed elsewhere: never expected
+          log(log_level::error, "partition ", key.first, ": ", key.second, ": ",
+              a->err->to_string());
+          st.resolving.erase(key);
+          return;
+        }
         log(log_level::warn, "partition ", key.first, ": deciding ", key.second, " failed: ",
             a ? a->err->to_string() : a.err().to_string());
         if (auto i = st.resolving.find(key); i != st.resolving.end())

@@ -108,6 +108,27 @@ BOOST_AUTO_TEST_CASE(aborted_prepare_releases_safe_time_and_applies_nothing) {
   BOOST_TEST(value_at(*c, "x", t) == 4);
 }
 
+// A commit of a transaction this partition aborted (a split decision:
+// never expected) is refused as such, not as an unknown transaction, so
+// that its asker logs it as an error; it applies nothing.
+BOOST_AUTO_TEST_CASE(a_commit_of_a_transaction_aborted_here_is_refused_as_a_split_decision) {
+  auto c = open();
+  auto p = c->stage_prepare({1, 1}, {inc("x", 4)}, 0, true, {0, 1}, "node-a");
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->flush());
+  BOOST_REQUIRE(c->stage_abort({1, 1}));
+  BOOST_REQUIRE(c->flush());
+  auto late = c->stage_commit({1, 1}, p->prepare_time + 1);
+  BOOST_REQUIRE(!late);
+  BOOST_TEST(late.err().code() == errc::aborted);
+  BOOST_TEST(late.err().message().find("split decision") != std::string::npos);
+  auto unknown = c->stage_commit({1, 2}, p->prepare_time + 1);
+  BOOST_REQUIRE(!unknown);
+  BOOST_TEST(unknown.err().code() == errc::not_found);
+  now += 100;
+  BOOST_TEST(value_at(*c, "x", now) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(duplicate_op_id_is_dismissed_in_flight_and_after_commit) {
   auto c = open();
   // In flight: the same id twice before the first commits. The second
