@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -216,6 +217,18 @@ public:
     std::string out;
     for (std::size_t i = 0; i < size(); ++i)
       out += "\n--- node " + std::to_string(i) + " status:\n" + test::status_of_dir(dirs_[i]);
+    return out;
+  }
+
+  /// The lines of every node's log (all its runs) that contain `needle`.
+  std::vector<std::string> log_lines_with(const std::string& needle) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < size(); ++i) {
+      std::istringstream in{test::slurp(log_of(i))};
+      for (std::string line; std::getline(in, line);)
+        if (line.find(needle) != std::string::npos)
+          out.push_back("node " + std::to_string(i) + ": " + line);
+    }
     return out;
   }
 

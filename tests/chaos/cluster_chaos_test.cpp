@@ -428,6 +428,13 @@ void run_cluster_chaos(const run_options& o) {
       BOOST_TEST_MESSAGE("the whole history: " << dump_history(all, faults, t0, rng.seed, o.nodes)
                                                << "; node logs: " << cl.keep_logs(run_name));
     BOOST_TEST(found.empty());
+    // A commit that reached a partition which had aborted the transaction
+    // (partition_core::stage_commit): atomicity broken on the nodes even if
+    // no read showed it.
+    const auto splits = cl.log_lines_with("split decision");
+    for (std::size_t i = 0; i < splits.size() && i < 5; ++i)
+      BOOST_ERROR(splits[i]);
+    BOOST_TEST(splits.empty());
     if (o.hold_to_availability_bar) {
       BOOST_TEST(av.during.total > 0u);
       BOOST_TEST(av.during.failed_share() < 0.01,
