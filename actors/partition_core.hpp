@@ -457,6 +457,11 @@ public:
   copy_term term_at(lsn at) const { return log_->term_at(at); }
   /// The term of the journal's last record ({} when empty).
   copy_term last_term() const { return log_->last_term(); }
+  /// The promise this copy saved last (journal::promised_term) and the
+  /// save itself (synced at once): docs/REPLICATION.md, "Persistent
+  /// promises".
+  const copy_term& promised_term() const noexcept { return log_->promised_term(); }
+  status save_promised_term(const copy_term& t) { return log_->save_promised_term(t); }
 
   /// The transaction of the record at `at` (nullopt for LSN 0, "before the
   /// first record"): a copy compares it with another's to check that its

@@ -463,6 +463,7 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   if (before == copy_role::primary || before == copy_role::solo) {
     if (before == copy_role::solo)
       term_ = fence_.start_round(self_node_, wall_clock_us()); // no other copy to ask
+    save_promise(core);
     become_primary(self, *core);
     return;
   }
@@ -589,6 +590,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   const std::size_t n = peers_.size() + 1;
   const std::size_t need = n - std::min<std::size_t>(w_, n); // answers besides this copy
   term_ = fence_.start_round(self_node_, wall_clock_us());
+  save_promise(&core);
   struct answer {
     std::size_t peer = 0;
     std::uint64_t end = 0;
@@ -646,6 +648,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (r->answered - r->filling < need && !everyone) {
       promote_round_ = 0; // the next tick asks again
       fence_.abandon_round(term_);
+      save_promise(c);
       log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
           r->answered, " of the ", need, " other copies needed promised term ",
           term_.to_string(), (r->higher ? " (a higher term was promised)" : ""), "; retrying");
@@ -963,6 +966,17 @@ void partition_replication::report_stale(caf::event_based_actor* self, partition
     self->send(membership_, r_stale_atom::value, core.index());
 }
 
+bool partition_replication::save_promise(partition_core* c) {
+  if (!c || c->promised_term() == fence_.promised())
+    return true;
+  if (auto st = c->save_promised_term(fence_.promised()); !st) {
+    log(log_level::warn, "partition ", index_, ": cannot save its promise of term ",
+        fence_.promised().to_string(), ": ", st.err().to_string());
+    return false;
+  }
+  return true;
+}
+
 std::string partition_replication::describe() const {
   std::ostringstream os;
   os << to_string(role_);
@@ -982,8 +996,12 @@ std::string partition_replication::describe() const {
 caf::message_handler partition_replication::handlers(caf::event_based_actor* self,
                                               std::function<partition_core*()> core) {
   core_ = std::move(core);
-  if (auto* c = core_())
+  if (auto* c = core_()) {
     index_ = c->index();
+    // What this copy promised before a restart, and the term it last wrote
+    // under (a copy that took a batch of term t had promised t).
+    fence_.restore(c->promised_term(), c->last_term());
+  }
   return {
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
                  std::vector<node_id>& peers, std::vector<caf::actor>& handles,
@@ -1008,6 +1026,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       const lsn end = c->log_end();
       if (!fence_.admits(copy_term{term_n, std::move(term_by)}))
         return answer(end, repl_status::fenced);
+      if (!save_promise(c))
+        return answer(end, repl_status::refused);
       if (role_ != copy_role::replica || from != primary_)
         return answer(end, repl_status::refused);
       auto b = decode_batch(bytes);
@@ -1075,7 +1095,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
       if (!fence_.admits(copy_term{term_n, std::move(term_by)}))
         return {0, status(repl_status::fenced)};
-      if (!c || role_ != copy_role::replica || from != primary_ || !reopen_)
+      if (!c || role_ != copy_role::replica || from != primary_ || !reopen_ || !save_promise(c))
         return {0, status(repl_status::refused)};
       namespace fs = std::filesystem;
       const std::string dir = c->options().path + ".copy-in";
@@ -1105,6 +1125,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
             ": ", end.err().to_string());
         return {0, status(repl_status::refused)};
       }
+      save_promise(core_()); // the new journal holds the primary's promise, not this copy's
       if (on_replicated_)
         on_replicated_();
       log(log_level::info, "partition ", index_, ": took a full copy from ", from,
@@ -1128,7 +1149,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                     std::uint64_t, node_id, std::uint64_t, node_id> {
       auto* c = core_();
       copy_term t{term_n, std::move(term_by)};
-      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !fence_.promise(t)) {
+      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !fence_.promise(t)
+          || !save_promise(c)) {
         const auto& p = fence_.promised();
         return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, 0, node_id{},
                 p.n, p.by};

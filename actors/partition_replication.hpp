@@ -152,6 +152,11 @@ public:
   std::string describe() const;
 
 private:
+  /// Saves the fence's promise with `c`'s journal when it differs from the
+  /// one saved (docs/REPLICATION.md, "Persistent promises"); false when
+  /// it could not be saved (the caller then answers as a refusal).
+  bool save_promise(partition_core* c);
+
   // A full copy on its way to a peer: the copied store, and how far it went.
   struct seed_state {
     std::string dir;

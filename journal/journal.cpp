@@ -25,6 +25,10 @@ constexpr std::string_view meta_decisions_kept_from = "decisions_kept_from";
 // The term of the last record folded into the checkpoint (docs/FORMAT.md):
 // written by apply_checkpoint when it changes; absent: term 0.
 constexpr std::string_view meta_folded_term = "folded_term";
+// The highest term this copy promised to a take-over round or took batches
+// under (docs/FORMAT.md; docs/REPLICATION.md, "Persistent promises"):
+// written by save_promised_term, synced; absent: term 0.
+constexpr std::string_view meta_promised_term = "promised_term";
 
 // The time a decision entry carries: a clock's largest entry (Tally runs
 // one data centre, so its only one).
@@ -247,6 +251,15 @@ expected<bool> journal::init_or_check_meta(storage_txn& txn) {
     if (!t)
       return t.err();
     folded_term_ = std::move(*t);
+  }
+  auto pt = txn.get(store_db::meta, meta_promised_term);
+  if (!pt)
+    return pt.err();
+  if (pt->has_value()) {
+    auto t = decode_term_value(**pt);
+    if (!t)
+      return t.err();
+    promised_term_ = std::move(*t);
   }
   return false;
 }
@@ -974,6 +987,30 @@ status journal::apply_checkpoint(
   relocated_ = std::move(moved);
   if (mode == commit_mode::durable)
     durable_ = next_ - 1;
+  return {};
+}
+
+status journal::save_promised_term(const copy_term& t) {
+  if (stopped_)
+    return stopped_error();
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  if (auto st = (*txn)->put(store_db::meta, meta_promised_term, encode_term_value(t)); !st)
+    return st;
+  // Synced whatever the durability mode: a promise is relied on by the
+  // round that counted it, across a crash of this copy.
+  auto st = (*txn)->commit(commit_mode::durable);
+  if (!st) {
+    if (st.err().code() != errc::storage_full)
+      stopped_ = make_error(errc::io_error, "journal at " + env_->path()
+                                              + " stopped after a failed commit and sync of "
+                                                "its promised term ("
+                                              + st.err().to_string()
+                                              + "); it refuses writes until reopened");
+    return st;
+  }
+  promised_term_ = t;
   return {};
 }
 

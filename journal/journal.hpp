@@ -378,6 +378,14 @@ public:
   /// The term of the last record (term_at(next_lsn() - 1)); {} for an
   /// empty journal.
   copy_term last_term() const { return next_ > 1 ? term_at(next_ - 1) : copy_term{}; }
+  /// The highest term this copy promised (meta `promised_term`; {} when
+  /// never saved): its fence after a restart (docs/REPLICATION.md,
+  /// "Persistent promises").
+  const copy_term& promised_term() const noexcept { return promised_term_; }
+  /// Saves `t` as the promised term, in a synced LMDB transaction of its
+  /// own (whatever the durability mode). errc::storage_full leaves the
+  /// journal usable; any other failure stops it (io_error).
+  status save_promised_term(const copy_term& t);
 
   /// Every LSN <= this is on stable storage.
   lsn durable_lsn() const noexcept { return durable_; }
@@ -442,6 +450,7 @@ private:
   // truncation point (meta `folded_term`): term_at().
   std::map<lsn, copy_term> terms_;
   copy_term folded_term_;
+  copy_term promised_term_; // meta `promised_term`
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 };

@@ -26,9 +26,12 @@
 // a copy made long ago to a primary since gone (a copy that left the copy
 // set and came back, a partition handed off to a node whose copy has
 // promised nothing), which would otherwise fence the new primary until it
-// learnt their terms. Promises are kept in memory: a copy that
-// restarts has promised nothing, and starts as a replica of nobody (it
-// takes batches only once its membership names a primary).
+// learnt their terms. Promises outlive a restart (Raft keeps currentTerm
+// and votedFor on stable storage for the same reason, Sec. 5.1 and Figure
+// 2): the partition actor saves the promise with the copy's journal before
+// it answers a round or takes a batch of a higher term, and a restarted
+// copy restores it (restore()); it still starts as a replica of nobody
+// (it takes batches only once its membership names a primary).
 //
 // Plain values: no actors, no clock, no I/O; one owner (the partition actor).
 #pragma once
@@ -67,6 +70,17 @@ public:
       return false;
     promised_ = t;
     return true;
+  }
+
+  /// After a restart: what this copy promised before (saved with its
+  /// journal) and the term of its last record; the promise becomes the
+  /// higher of them if that is above the one it holds.
+  void restore(const copy_term& saved, const copy_term& last_written) {
+    for (const auto* t : {&saved, &last_written})
+      if (promised_ < *t) {
+        promised_ = *t;
+        saw(*t);
+      }
   }
 
   /// A term heard of elsewhere (a refusal names the higher one it promised).

@@ -87,6 +87,29 @@ struct copies_fixture {
     copies[i] = spawn_copy(i, std::to_string(i) + ".new");
   }
 
+  // Node i's copy stopped and started again on the same folder (a
+  // restart of its node): its journal is reopened.
+  void restart(std::size_t i) {
+    (*me)->monitor(copies[i]);
+    caf::anon_send_exit(copies[i], caf::exit_reason::user_shutdown);
+    bool gone = false;
+    (*me)->receive([&](caf::down_msg&) { gone = true; }, caf::after(5s) >> [] {});
+    BOOST_REQUIRE_MESSAGE(gone, "copy " << i << " did not stop");
+    copies[i] = spawn_copy(i, std::to_string(i));
+  }
+
+  // Asks copy i for its promise of `t`, as a take-over round does
+  // (r_fence): whether it promised, and the term it holds promised.
+  std::pair<bool, copy_term> fence(std::size_t i, const copy_term& t) {
+    std::pair<bool, copy_term> out{false, {}};
+    (*me)->request(copies[i], 1s, r_fence_atom::value, t.n, t.by)
+      .receive(
+        [&](bool ok, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t, std::uint64_t,
+            node_id&, std::uint64_t pn, node_id& pby) { out = {ok, copy_term{pn, pby}}; },
+        [](caf::error&) {});
+    return out;
+  }
+
   ~copies_fixture() {
     for (auto& c : copies)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
@@ -618,6 +641,27 @@ BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_cop
   configure(1, copy_role::primary, 1); // the real copies
   BOOST_TEST(read_once_served(1).value_or(-1) == 2);
   caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
+}
+
+// Persistent promises (docs/REPLICATION.md; Raft keeps currentTerm on
+// stable storage, Sec. 5.1): a copy that promised a round's term keeps the
+// promise across a restart, so a round of a lower term cannot count it too
+// (two rounds could otherwise each get a quorum: two primaries). Before,
+// a restarted copy had promised nothing and promised the lower term.
+BOOST_AUTO_TEST_CASE(a_copy_keeps_its_promise_across_a_restart) {
+  const copy_term high{5'000'000'000'000'000ULL, "tally@127.0.0.1:9"};
+  const copy_term low{high.n - 1, "tally@127.0.0.1:8"};
+  auto first = fence(1, high);
+  BOOST_REQUIRE(first.first);
+  restart(1);
+  auto after = fence(1, low);
+  BOOST_TEST(!after.first, "the restarted copy promised a lower term");
+  BOOST_TEST(after.second == high);
+  // A higher round still gets it, and that promise is kept in turn.
+  const copy_term higher{high.n + 1, "tally@127.0.0.1:8"};
+  BOOST_TEST(fence(1, higher).first);
+  restart(1);
+  BOOST_TEST(!fence(1, high).first);
 }
 
 // Raft's consistency check (Sec. 5.3): a batch is taken only when the

@@ -72,6 +72,29 @@ BOOST_AUTO_TEST_CASE(terms_survive_a_reopen) {
   BOOST_TEST(j->last_term() == term_b);
 }
 
+// Persistent promises (docs/REPLICATION.md): the promised term is saved in
+// meta `promised_term`, read back at the open, and may go down again (a
+// copy's own abandoned round); absent, it is term 0. It changes no record.
+BOOST_AUTO_TEST_CASE(the_promised_term_survives_a_reopen) {
+  temp_dir dir;
+  {
+    auto j = open_ok(options(dir.sub("p"))).log;
+    BOOST_TEST(j->promised_term() == copy_term{});
+    BOOST_REQUIRE(j->append(one_step(1, 10)).has_value());
+    BOOST_REQUIRE(j->save_promised_term(term_b));
+    BOOST_TEST(j->promised_term() == term_b);
+  }
+  {
+    auto j = open_ok(options(dir.sub("p"))).log;
+    BOOST_TEST(j->promised_term() == term_b);
+    BOOST_TEST(j->last_term() == copy_term{}); // no term record was written
+    BOOST_TEST(j->next_lsn() == 3u);
+    BOOST_REQUIRE(j->save_promised_term(term_a));
+  }
+  auto j = open_ok(options(dir.sub("p"))).log;
+  BOOST_TEST(j->promised_term() == term_a);
+}
+
 // Once the log is folded, the terms of the folded records (the last one's
 // above all: a take-over round compares copies by it) come from meta
 // `folded_term`, also after a reopen and in a full copy.
