@@ -424,33 +424,6 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
     send_gossip(self, pe.membership);
 }
 
-// How many times one connect asks the middleman when CAF's heartbeat drops
-// the new connection during its handshake (below).
-constexpr int connect_attempts = 5;
-
-// One attempt of the helper `h` (below); `left` attempts remain after it.
-// CAF 0.17.6 drops a new outgoing connection at the next heartbeat tick
-// (every 250 ms) when the peer's handshake has not arrived by then, with
-// sec::connection_timeout (actors/node_links.cpp, remote_cluster_actor): a
-// TLS handshake on a loaded machine. Each attempt is a new draw against
-// the tick, so that error is tried again at once, a bounded number of
-// times; any other error waits for the next gossip round.
-void connect_attempt(caf::event_based_actor* h, caf::io::middleman_actor mm, caf::actor_addr back,
-                     node_id id, std::string host, std::uint16_t port, int left) {
-  h->request(mm, connect_timeout, caf::connect_atom::value, host, port)
-    .then(
-      [h, back, id](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
-        if (auto m = caf::actor_cast<caf::actor>(back))
-          h->send(m, connected_atom::value, id, caf::actor_cast<caf::actor>(ptr));
-      },
-      [h, mm, back, id, host, port, left](caf::error& e) {
-        if (e == caf::sec::connection_timeout && left > 0)
-          return connect_attempt(h, mm, back, id, host, port, left - 1);
-        if (auto m = caf::actor_cast<caf::actor>(back))
-          h->send(m, connected_atom::value, id, caf::actor{});
-      });
-}
-
 // Connects through a short-lived scheduled actor that knows the membership
 // only by its (weak) address and reports (m_conn, id, actor-or-null). A
 // connect still pending in the middleman when the node stops then pins
@@ -464,8 +437,17 @@ void connect(mem_self self, const node_id& id) {
   auto mm = node_link_opener(self->system());
   auto back = self->address();
   spawn_self_only(self->system(), [mm, back, id, host = addr->first,
-                                   port = addr->second](caf::event_based_actor* h) {
-    connect_attempt(h, mm, back, id, host, port, connect_attempts - 1);
+                        port = addr->second](caf::event_based_actor* h) {
+    h->request(mm, connect_timeout, caf::connect_atom::value, host, port)
+      .then(
+        [h, back, id](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+          if (auto m = caf::actor_cast<caf::actor>(back))
+            h->send(m, connected_atom::value, id, caf::actor_cast<caf::actor>(ptr));
+        },
+        [h, back, id](caf::error&) {
+          if (auto m = caf::actor_cast<caf::actor>(back))
+            h->send(m, connected_atom::value, id, caf::actor{});
+        });
   });
 }
 
