@@ -1304,6 +1304,12 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   const std::uint64_t c = sub_floor(safe, opts_.snapshot_retention_us);
   if (c <= checkpoint_time())
     return out;
+  // A log that holds nothing but set-aside transactions the checkpoint time
+  // has passed already (an idle partition waiting for a decision): a
+  // checkpoint would fold nothing and only append their records again, in
+  // a synced write, at every interval until they are decided.
+  if (only_set_aside_records(b.set_aside))
+    return out;
   b.checkpoint_time = vector_clock{{local_dc, c}};
   // Every journaled record counts as replicated, except those a replica
   // that is behind still needs (keep_log_from: it is sent them from here).
@@ -1345,6 +1351,21 @@ expected<partition_checkpoint> partition_core::checkpoint() {
   out.fbf_horizon_us = b.fbf_horizon_us;
   out.log_span = log_->next_lsn() - log_->truncation_lsn();
   return out;
+}
+
+bool partition_core::only_set_aside_records(const std::set<tx_id>& set_aside) const {
+  if (set_aside.empty())
+    return false;
+  std::uint64_t records = 0;
+  for (const auto& tx : set_aside) {
+    auto p = prepared_.find(tx);
+    auto j = log_->undecided().find(tx);
+    if (p == prepared_.end() || j == log_->undecided().end()
+        || p->second.prepare_time > checkpoint_time())
+      return false;
+    records += j->second.updates.size() + (j->second.prepare_lsn ? 1 : 0);
+  }
+  return records == log_->next_lsn() - log_->truncation_lsn();
 }
 
 std::vector<undecided_prepare>

@@ -520,6 +520,10 @@ public:
     return i == prepare_times_.end() ? UINT64_MAX : *i;
   }
   std::size_t prepared_count() const noexcept { return prepared_.size(); }
+  /// True when every record of the log belongs to a transaction of
+  /// `set_aside` whose prepare time the checkpoint time has passed
+  /// (checkpoint() then has nothing to fold).
+  bool only_set_aside_records(const std::set<tx_id>& set_aside) const;
   /// Prepared transactions (no commit staged) with prepare time below
   /// `before`: candidates for resolution with the cluster when their
   /// coordinator went silent (docs/CLUSTER.md, "Recovery of undecided

@@ -1369,6 +1369,46 @@ BOOST_AUTO_TEST_CASE(a_coordinators_commit_after_recovery_committed_is_acknowled
 // time the checkpoint has passed) is folded into the checkpoint store, a
 // late abort applies nothing; both survive a reopen. Without setting aside
 // (before), the log kept every record from the stuck prepare on.
+// An idle partition whose log holds only a set-aside transaction (its
+// coordinator's node down for good, nothing else written): once the
+// checkpoint time has passed it, checkpoints stop moving its records to
+// the log's end again (before: a synced write of them at every interval,
+// for as long as it stayed undecided). It still waits, and still commits.
+BOOST_AUTO_TEST_CASE(an_idle_log_of_set_aside_records_is_not_rewritten_at_every_checkpoint) {
+  auto o = checkpointed(options(durability::none));
+  o.set_aside_after_us = 1'000'000;
+  auto c = open_with(o);
+  commit1(*c, {1, 1}, {inc("k", 1)});
+  auto x = c->stage_prepare({9, 1}, {inc("x", 4)}, 0, true, {3, 4}, "tally@h:1");
+  BOOST_REQUIRE(x);
+  BOOST_REQUIRE(c->flush());
+  std::uint64_t relocated = 0;
+  for (int i = 0; i < 3; ++i) { // past the set-aside age: C passes it, its records move
+    pass(*this, 1000);
+    auto cp = c->checkpoint();
+    BOOST_REQUIRE_MESSAGE(cp, (cp ? "" : cp.err().to_string()));
+    relocated += cp->report.records_relocated;
+  }
+  BOOST_REQUIRE(c->checkpoint_time() > x->prepare_time);
+  BOOST_TEST(relocated == 2u); // its update and prepare records, moved once
+  BOOST_TEST(span(*c) == 2u);  // nothing else is left in the log
+  const auto end = c->log_end();
+  for (int i = 0; i < 5; ++i) {
+    pass(*this, 1000);
+    auto cp = c->checkpoint();
+    BOOST_REQUIRE_MESSAGE(cp, (cp ? "" : cp.err().to_string()));
+    BOOST_TEST(cp->report.records_relocated == 0u);
+  }
+  BOOST_TEST(c->log_end() == end);
+  BOOST_TEST(c->safe_time_for(key("x")) == x->prepare_time - 1);
+  BOOST_TEST(c->blocked_from() == UINT64_MAX);
+  // Decided late: committed at its prepare time, folded, read back.
+  BOOST_REQUIRE(c->stage_commit({9, 1}, x->prepare_time));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->prepared_count() == 0u);
+  BOOST_TEST(value_at(*c, "x", now) == 4);
+}
+
 BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_no_longer_holds_the_journal_back) {
   std::uint64_t spans[2][2] = {};
   for (int with = 0; with < 2; ++with) {

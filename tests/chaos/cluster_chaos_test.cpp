@@ -193,7 +193,8 @@ void run_cluster_chaos(const run_options& o) {
     // A kill during the handoffs that follow the joins is not what this
     // tests (docs/REPLICATION.md): wait until the ring has settled.
     BOOST_REQUIRE_MESSAGE(cl.wait_settled(90s), "the cluster did not settle: "
-                                                  << status_of_dir(cl.dir_of(0)));
+                                                  << status_of_dir(cl.dir_of(0))
+                                                  << "; node logs: " << cl.keep_logs(run_name));
     const auto keys = spread_keys();
     {
       auto r = cl.read_finally(keys, 30s, false);

@@ -1173,6 +1173,14 @@ BOOST_AUTO_TEST_CASE(a_live_partitions_journal_stays_bounded_while_a_dead_coordi
     BOOST_TEST(v == got->values[0]); // atomic, the late commit included
     BOOST_TEST(v >= acked);
   }
+  if (std::adjacent_find(got->values.begin(), got->values.end(), std::not_equal_to<>{})
+      != got->values.end()) { // which node serves each value (a torn read seen once)
+    std::ostringstream seen;
+    for (std::uint32_t q = 0; q < got->values.size(); ++q)
+      seen << " p" << q << "@node" << node_of(q) << "=" << got->values[q];
+    BOOST_TEST_MESSAGE("group read at the stuck clock:" << seen.str() << " (acked " << acked
+                                                        << ", stuck partition " << p << ")");
+  }
 }
 
 // A node that restarts with a copy of a partition another node owns (a
