@@ -1149,8 +1149,20 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                     std::uint64_t, node_id, std::uint64_t, node_id> {
       auto* c = core_();
       copy_term t{term_n, std::move(term_by)};
-      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !fence_.promise(t)
-          || !save_promise(c)) {
+      // Only a copy of this copy's own copy set (its membership's last
+      // configuration) gets its promise: a copy that the current ring no
+      // longer counts (a leftover of an older epoch, still configured as it
+      // was) or whose node's view is behind could otherwise gather a
+      // quorum of promises from a copy set that is not the one the primary
+      // writes to, and two primaries would lead at once (seen in a loaded
+      // 5-node chaos run, docs/REPLICATION.md, "Rounds from outside the
+      // copy set"). Unconfigured (just opened), a copy cannot tell.
+      const bool member = !configured_ || std::any_of(peers_.begin(), peers_.end(),
+                                                      [&](const peer_link& l) {
+                                                        return l.node == t.by;
+                                                      });
+      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !member
+          || !fence_.promise(t) || !save_promise(c)) {
         const auto& p = fence_.promised();
         return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, 0, node_id{},
                 p.n, p.by};

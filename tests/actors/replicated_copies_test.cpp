@@ -664,6 +664,24 @@ BOOST_AUTO_TEST_CASE(a_copy_keeps_its_promise_across_a_restart) {
   BOOST_TEST(!fence(1, high).first);
 }
 
+// Rounds from outside the copy set (docs/REPLICATION.md): a configured
+// copy promises only to a copy of its own copy set. A leftover copy of an
+// older ring epoch (or a node whose view is behind) gathered a promise
+// from a copy of the current set in a loaded 5-node chaos run, while the
+// real primary wrote to the others: two primaries at once. Before, any
+// node's round got the promise.
+BOOST_AUTO_TEST_CASE(a_copy_promises_only_to_a_copy_of_its_own_copy_set) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1));
+  const auto high = term_of(0) + 1000;
+  auto outsider = fence(1, copy_term{high, "tally@127.0.0.1:9"});
+  BOOST_TEST(!outsider.first, "a copy promised a round of a node outside its copy set");
+  BOOST_TEST(wait_role(0, "primary")); // the primary leads on
+  BOOST_TEST(acknowledged(0, 2));      // and gets writes on 2 copies
+  auto member = fence(1, copy_term{high + 1, nodes[2]});
+  BOOST_TEST(member.first);
+}
+
 // Raft's consistency check (Sec. 5.3): a batch is taken only when the
 // record before it is the one the primary names, by transaction and by
 // term (docs/REPLICATION.md, "Terms in the journal"). The test sends copy
