@@ -243,23 +243,18 @@ expected<bool> journal::init_or_check_meta(storage_txn& txn) {
       return state.err();
     checkpoint_ = std::move(*state);
   }
-  auto ft = txn.get(store_db::meta, meta_folded_term);
-  if (!ft)
-    return ft.err();
-  if (ft->has_value()) {
-    auto t = decode_term_value(**ft);
+  // The terms kept in meta (absent: term 0).
+  for (auto [key, into] : {std::pair{meta_folded_term, &folded_term_},
+                           std::pair{meta_promised_term, &promised_term_}}) {
+    auto bytes = txn.get(store_db::meta, key);
+    if (!bytes)
+      return bytes.err();
+    if (!bytes->has_value())
+      continue;
+    auto t = decode_term_value(**bytes);
     if (!t)
       return t.err();
-    folded_term_ = std::move(*t);
-  }
-  auto pt = txn.get(store_db::meta, meta_promised_term);
-  if (!pt)
-    return pt.err();
-  if (pt->has_value()) {
-    auto t = decode_term_value(**pt);
-    if (!t)
-      return t.err();
-    promised_term_ = std::move(*t);
+    *into = std::move(*t);
   }
   return false;
 }
