@@ -262,7 +262,8 @@ std::string encode_term_value(const copy_term& t) {
 
 expected<copy_term> decode_term_value(std::string_view bytes) {
   if (bytes.size() < 8)
-    return make_error(errc::corrupt, "meta term value (folded_term or promised_term): " + std::to_string(bytes.size())
+    return make_error(errc::corrupt, "meta term value (folded_term or promised_term): "
+                                       + std::to_string(bytes.size())
                                        + " bytes, shorter than a term number");
   return copy_term{get_be64(bytes.data()), std::string{bytes.substr(8)}};
 }

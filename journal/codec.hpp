@@ -143,8 +143,8 @@ std::string encode_decision_entry(const decision_entry& e);
 /// errc::corrupt unless `bytes` is 17 bytes with a known outcome.
 expected<decision_entry> decode_decision_entry(std::string_view bytes);
 
-/// Meta `folded_term` and `promised_term` (docs/FORMAT.md, "Metadata"): the term number, u64
-/// big-endian, then the node id's bytes.
+/// Meta `folded_term` and `promised_term` (docs/FORMAT.md, "Metadata"): the
+/// term number, u64 big-endian, then the node id's bytes.
 std::string encode_term_value(const copy_term& t);
 /// errc::corrupt unless `bytes` holds at least the 8 bytes of the number.
 expected<copy_term> decode_term_value(std::string_view bytes);

@@ -1116,7 +1116,8 @@ BOOST_AUTO_TEST_CASE(a_live_partitions_journal_stays_bounded_while_a_dead_coordi
         c = std::move(again); // a fresh connection after a timeout
     }
   }
-  BOOST_REQUIRE_MESSAGE(stuck, "none of " << kills << " kills left a transaction prepared on a survivor");
+  BOOST_REQUIRE_MESSAGE(stuck, "none of " << kills
+                                          << " kills left a transaction prepared on a survivor");
   const auto p = *stuck;
   const auto holder = cl.dir_of(node_of(p));
   BOOST_TEST_MESSAGE("partition " << p << " holds a dead coordinator's transaction (kill "
