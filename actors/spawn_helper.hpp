@@ -11,11 +11,13 @@ namespace tally {
 /// there are none, passes a null pointer that it then dereferences anyway
 /// (`*args_` in caf/detail/init_fun_factory.hpp): undefined behaviour (a
 /// reference bound to null) on which UBSan stops tallyd (docs/RELIABILITY.md,
-/// "Sanitizers"). One unused argument gives CAF a real tuple.
+/// "Sanitizers"). One unused argument gives CAF a real tuple. `f` may
+/// return the actor's behavior (or nothing).
 template <class F>
 caf::actor spawn_self_only(caf::actor_system& sys, F f) {
   return sys.spawn(
-    [f = std::move(f)](caf::event_based_actor* self, caf::unit_t) { f(self); }, caf::unit);
+    [f = std::move(f)](caf::event_based_actor* self, caf::unit_t) { return f(self); },
+    caf::unit);
 }
 
 } // namespace tally

@@ -12,6 +12,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/spawn_helper.hpp"
 #include "actors/atoms.hpp"
 #include "actors/node_context.hpp"
 #include "actors/partition_actor.hpp"
@@ -89,7 +90,7 @@ BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_holds_back_only_its_own_keys) {
     r.items = {read_item{object_key{"b", "x"}, crdt_type::counter, {}}};
     std::optional<std::int64_t> parked;
     std::atomic<bool> answered{false};
-    auto reader = sys.spawn([&, r](caf::event_based_actor* self) {
+    auto reader = spawn_self_only(sys, [&, r](caf::event_based_actor* self) {
       self->request(p, std::chrono::seconds{10}, part_read_atom::value, encode_wire(r))
         .then(
           [&](std::string& bytes) {

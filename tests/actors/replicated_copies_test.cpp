@@ -19,6 +19,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/spawn_helper.hpp"
 #include "actors/atoms.hpp"
 #include "actors/messages.hpp"
 #include "actors/node_context.hpp"
@@ -623,7 +624,7 @@ BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_cop
   configure(2, copy_role::replica, 1);
   // A copy that promises any round with copy 0's journal (same end, same
   // last record and term) and answers no batch.
-  auto mute = sys->spawn([=](caf::event_based_actor*) -> caf::behavior {
+  auto mute = spawn_self_only(*sys, [=](caf::event_based_actor*) -> caf::behavior {
     return {
       [=](r_fence_atom, std::uint64_t n, node_id& by)
         -> std::tuple<bool, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t,

@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/spawn_helper.hpp"
 #include "actors/shard_host.hpp"
 #include "server/shard_inbox.hpp"
 
@@ -101,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_hosted_actor_runs_only_on_its_shard_whoever_sends) {
   BOOST_CHECK(turn_until([&] { return p->handled == 10; }));
   // A request to an actor on CAF's scheduler: its response comes back to
   // the shard too.
-  auto helper = sys.spawn([]() -> caf::behavior {
+  auto helper = spawn_self_only(sys, [](caf::event_based_actor*) -> caf::behavior {
     return {[](ping_atom) { return 42; }};
   });
   caf::anon_send(a, ask_atom::value, helper);
