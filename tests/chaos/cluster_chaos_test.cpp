@@ -356,7 +356,8 @@ void run_cluster_chaos(const run_options& o) {
               << "; proxy: " << ps.accepted << " links accepted, " << ps.refused
               << " refused (" << ps.unknown_origin << " of no known node, " << ps.opener_gone
               << " closed by their opener at once), " << ps.reset_by_cut
-              << " reset and " << ps.frozen_by_cut << " frozen by cuts; ms p50/p99 of ok operations: "
+              << " reset and " << ps.frozen_by_cut << " frozen by cuts, slowest opener lookup "
+              << ps.slowest_lookup_ms << " ms; ms p50/p99 of ok operations: "
               << latency.str());
 
     BOOST_TEST(restarts_failed == 0);

@@ -1,5 +1,6 @@
 // The chaos suite's link proxy (link_proxy.hpp): one poll() loop on its own
-// thread forwards bytes between the nodes and applies the cuts.
+// thread forwards bytes between the nodes and applies the cuts; another
+// thread finds which node opened each new connection.
 #include "tests/chaos/link_proxy.hpp"
 
 #include <arpa/inet.h>
@@ -11,7 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -121,6 +124,29 @@ pid_t parent_of(pid_t pid) {
   return ppid;
 }
 
+// The children of this process: every thread's
+// /proc/<pid>/task/<tid>/children (the nodes are started from several test
+// threads). Far fewer than every process in /proc, but the kernel may miss
+// a child that forks or exits meanwhile (proc(5)): the caller falls back to
+// every process whose parent is this one.
+std::vector<pid_t> children() {
+  std::vector<pid_t> out;
+  const auto tasks = "/proc/" + std::to_string(::getpid()) + "/task";
+  DIR* d = ::opendir(tasks.c_str());
+  if (!d)
+    return out;
+  while (auto* e = ::readdir(d)) {
+    if (e->d_name[0] == '.')
+      continue;
+    std::ifstream in{tasks + "/" + e->d_name + "/children"};
+    pid_t pid = 0;
+    while (in >> pid)
+      out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
 } // namespace
 
 pid_t child_owning_connection(std::uint16_t peer_port, std::uint16_t local_port) {
@@ -130,6 +156,9 @@ pid_t child_owning_connection(std::uint16_t peer_port, std::uint16_t local_port)
   if (inode == 0)
     return -1;
   const auto link = "socket:[" + std::to_string(inode) + "]";
+  for (auto pid : children())
+    if (holds_socket(pid, link))
+      return pid;
   const pid_t self = ::getpid();
   DIR* proc = ::opendir("/proc");
   if (!proc)
@@ -174,16 +203,26 @@ link_proxy::link_proxy(std::function<int(pid_t)> node_of_pid)
     set_nonblocking(wake_[0]);
     set_nonblocking(wake_[1]);
   }
+  lookup_thread_ = std::thread([this] { look_up_openers(); });
   thread_ = std::thread([this] { run(); });
 }
 
 link_proxy::~link_proxy() {
   stop_ = true;
   wake();
+  {
+    std::lock_guard<std::mutex> g{lookup_mu_};
+    lookup_cv_.notify_all();
+  }
   if (thread_.joinable())
     thread_.join();
+  if (lookup_thread_.joinable())
+    lookup_thread_.join();
   for (auto& c : conns_)
     close_connection(*c, true);
+  for (auto* waiting : {&to_identify_, &identified_})
+    for (auto& n : *waiting)
+      close_with_reset(n.c->down);
   for (auto& f : fronts_)
     ::close(f->listen_fd);
   ::close(wake_[0]);
@@ -325,72 +364,118 @@ void link_proxy::accept_on(front& f) {
     ++stats_.accepted;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto c = std::make_unique<connection>();
-    c->target = f.node;
-    c->down = fd;
-    // The opener is found while its socket is still open: a node whose
-    // connect attempt is pending keeps it.
-    const auto peer = port_of(fd, true);
-    auto opener_alive = [&] {
-      return socket_inode("/proc/net/tcp", peer, f.port) != 0
-             || socket_inode("/proc/net/tcp6", peer, f.port) != 0;
-    };
-    pid_t pid = -1;
-    for (int i = 0; i < 3 && pid < 0; ++i)
-      pid = child_owning_connection(peer, f.port);
-    c->origin = pid > 0 ? node_of_pid_(pid) : -1;
-    // A node being killed may hold a live socket its fd table no longer
-    // lists (the kernel closes a dying process's files one by one): looked
-    // at again a few times, 10 ms apart, until it is found or gone.
-    for (int i = 0; i < 10 && c->origin < 0 && opener_alive(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      pid = child_owning_connection(peer, f.port);
-      c->origin = pid > 0 ? node_of_pid_(pid) : -1;
-    }
-    if (c->origin < 0) {
-      // Not from a known node (or its end is already gone): refusing it
-      // keeps a cut node from slipping through unrecognised. An end that
-      // no process holds any more (absent from the socket tables, or
-      // orphaned: inode 0) was closed by its opener, a node killed while
-      // it connected: nothing can pass through it, so it is counted
-      // apart from a live socket of no known node.
-      ++stats_.refused;
-      if (!opener_alive())
-        ++stats_.opener_gone;
-      else
-        ++stats_.unknown_origin;
-      close_with_reset(fd);
-      continue;
-    }
-    if (affected_locked(*c)) {
-      bool reset = false;
-      for (int n : {c->target, c->origin})
-        if (auto it = cut_.find(n); it != cut_.end() && it->second == cut_mode::reset)
-          reset = true;
-      if (reset) {
-        ++stats_.refused;
-        close_with_reset(fd);
-        continue;
-      }
-      c->frozen = c->held = true;
-      conns_.push_back(std::move(c));
-      continue;
-    }
-    c->up = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    ::setsockopt(c->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(f.target);
-    if (::connect(c->up, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      if (errno != EINPROGRESS) { // the node is down: so is the link
-        close_connection(*c, true);
-        continue;
-      }
-      c->connecting = true;
-    }
-    conns_.push_back(std::move(c));
+    newcomer n;
+    n.c = std::make_unique<connection>();
+    n.c->target = f.node;
+    n.c->down = fd;
+    n.peer = port_of(fd, true);
+    n.front_port = f.port;
+    n.target_port = f.target;
+    std::lock_guard<std::mutex> g{lookup_mu_};
+    to_identify_.push_back(std::move(n));
+    lookup_cv_.notify_one();
   }
+}
+
+void link_proxy::look_up_openers() {
+  std::vector<newcomer> batch;
+  while (!stop_) {
+    {
+      std::unique_lock<std::mutex> lock{lookup_mu_};
+      lookup_cv_.wait(lock, [&] { return stop_ || !to_identify_.empty(); });
+      batch.swap(to_identify_);
+    }
+    for (auto& n : batch) {
+      if (stop_)
+        break;
+      auto began = std::chrono::steady_clock::now();
+      identify(n);
+      n.lookup_ms = std::uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - began)
+                                    .count());
+    }
+    {
+      std::lock_guard<std::mutex> g{lookup_mu_};
+      for (auto& n : batch)
+        identified_.push_back(std::move(n));
+    }
+    batch.clear();
+    wake();
+  }
+}
+
+void link_proxy::identify(newcomer& n) const {
+  // The opener is found while its socket is still open: a node whose
+  // connect attempt is pending keeps it.
+  auto opener_alive = [&] {
+    return socket_inode("/proc/net/tcp", n.peer, n.front_port) != 0
+           || socket_inode("/proc/net/tcp6", n.peer, n.front_port) != 0;
+  };
+  pid_t pid = -1;
+  for (int i = 0; i < 3 && pid < 0; ++i)
+    pid = child_owning_connection(n.peer, n.front_port);
+  n.c->origin = pid > 0 ? node_of_pid_(pid) : -1;
+  // A node being killed may hold a live socket its fd table no longer
+  // lists (the kernel closes a dying process's files one by one): looked
+  // at again a few times, 10 ms apart, until it is found or gone.
+  for (int i = 0; i < 10 && n.c->origin < 0 && opener_alive() && !stop_; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    pid = child_owning_connection(n.peer, n.front_port);
+    n.c->origin = pid > 0 ? node_of_pid_(pid) : -1;
+  }
+  if (n.c->origin < 0)
+    n.opener_gone = !opener_alive();
+}
+
+void link_proxy::admit(newcomer n) {
+  auto c = std::move(n.c);
+  int fd = c->down;
+  stats_.slowest_lookup_ms = std::max(stats_.slowest_lookup_ms, n.lookup_ms);
+  if (c->origin < 0) {
+    // Not from a known node (or its end is already gone): refusing it
+    // keeps a cut node from slipping through unrecognised. An end that
+    // no process holds any more (absent from the socket tables, or
+    // orphaned: inode 0) was closed by its opener, a node killed while
+    // it connected: nothing can pass through it, so it is counted
+    // apart from a live socket of no known node.
+    ++stats_.refused;
+    if (n.opener_gone)
+      ++stats_.opener_gone;
+    else
+      ++stats_.unknown_origin;
+    close_with_reset(fd);
+    return;
+  }
+  // The cuts as they are now, not as they were at the accept.
+  if (affected_locked(*c)) {
+    bool reset = false;
+    for (int node : {c->target, c->origin})
+      if (auto it = cut_.find(node); it != cut_.end() && it->second == cut_mode::reset)
+        reset = true;
+    if (reset) {
+      ++stats_.refused;
+      close_with_reset(fd);
+      return;
+    }
+    c->frozen = c->held = true;
+    conns_.push_back(std::move(c));
+    return;
+  }
+  int one = 1;
+  c->up = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  ::setsockopt(c->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(n.target_port);
+  if (::connect(c->up, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (errno != EINPROGRESS) { // the node is down: so is the link
+      close_connection(*c, true);
+      return;
+    }
+    c->connecting = true;
+  }
+  conns_.push_back(std::move(c));
 }
 
 void link_proxy::pump(connection& c, bool down_readable, bool down_writable, bool up_readable,
@@ -523,6 +608,13 @@ void link_proxy::run() {
     for (std::size_t i = 0; i < listeners.size(); ++i)
       if (fds[1 + i].revents & POLLIN)
         accept_on(*listeners[i]);
+    std::vector<newcomer> ready;
+    {
+      std::lock_guard<std::mutex> g{lookup_mu_};
+      ready.swap(identified_);
+    }
+    for (auto& n : ready)
+      admit(std::move(n));
     for (auto it = conns_.begin(); it != conns_.end();)
       it = (*it)->dead ? conns_.erase(it) : it + 1;
   }

@@ -13,7 +13,11 @@
 // it. To know which node opened a connection, the proxy finds the process
 // that owns the other end of each accepted socket (/proc/net/tcp gives the
 // socket's inode, /proc/<pid>/fd of the test's child processes gives its
-// owner) and asks the test which node that process is. Node X is cut off
+// owner) and asks the test which node that process is. That lookup runs on
+// a thread of its own: a new link waits for it, the links already open go
+// on forwarding meanwhile (a slow lookup on a loaded machine once stalled
+// every link at once, docs/RELIABILITY.md, "Node links collapse"). Node X
+// is cut off
 // when every connection into X's front port and every connection X opened
 // into another front port is cut.
 //
@@ -29,8 +33,8 @@
 //              as TCP would deliver it after a short outage) and resets
 //              the ones opened meanwhile (their connect attempt was lost).
 //
-// Plain POSIX (poll, one thread); Linux only (/proc). Never any Boost.Test
-// call from the proxy's thread.
+// Plain POSIX (poll on one thread, the opener lookups on another); Linux
+// only (/proc). Never any Boost.Test call from the proxy's threads.
 #pragma once
 
 #include <sys/types.h>
@@ -70,10 +74,11 @@ public:
     std::uint64_t reset_by_cut = 0;    // open connections reset by a cut
     std::uint64_t frozen_by_cut = 0;   // open connections frozen by a blackhole cut
     std::uint64_t bytes = 0;           // forwarded, both directions
+    std::uint64_t slowest_lookup_ms = 0; // the longest one opener lookup took
   };
 
   /// `node_of_pid` names the node a process is (-1: none); it is called on
-  /// the proxy's thread.
+  /// the proxy's lookup thread.
   explicit link_proxy(std::function<int(pid_t)> node_of_pid);
   ~link_proxy();
   link_proxy(const link_proxy&) = delete;
@@ -100,7 +105,19 @@ public:
 private:
   struct connection;
   struct front;
+  // An accepted connection whose opener is being looked up.
+  struct newcomer {
+    std::unique_ptr<connection> c;
+    std::uint16_t peer = 0;       // the opener's port
+    std::uint16_t front_port = 0; // where it came in
+    std::uint16_t target_port = 0;
+    bool opener_gone = false;     // found closed by its opener
+    std::uint64_t lookup_ms = 0;
+  };
   void run();
+  void look_up_openers();
+  void identify(newcomer& n) const;
+  void admit(newcomer n);
   void wake();
   void change_cuts(const std::function<void()>& change);
   void apply_cuts_locked();
@@ -121,6 +138,13 @@ private:
   counters stats_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
+  // The lookup thread's queues (guarded by lookup_mu_, never taken with mu_
+  // held by that thread): newcomers to identify, and those identified.
+  std::mutex lookup_mu_;
+  std::condition_variable lookup_cv_;
+  std::vector<newcomer> to_identify_;
+  std::vector<newcomer> identified_;
+  std::thread lookup_thread_;
   std::thread thread_;
 };
 

@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "tests/chaos/link_proxy.hpp"
@@ -169,16 +171,29 @@ struct connector {
 };
 
 // A proxy for node 1 (the test's listener) that knows nodes by a pid map.
+// A lookup of a node in `slow` waits until that node leaves it (at most
+// 10 s): a slow opener lookup, as on a loaded machine.
 struct fixture {
   std::mutex mu;
+  std::condition_variable slow_changed;
   std::map<pid_t, int> nodes; // pid -> node
+  std::set<int> slow;
   std::uint16_t target_port = 0;
   int listener = listen_on(target_port);
   link_proxy proxy{[this](pid_t pid) {
-    std::lock_guard<std::mutex> g{mu};
+    std::unique_lock<std::mutex> g{mu};
     auto it = nodes.find(pid);
-    return it == nodes.end() ? -1 : it->second;
+    if (it == nodes.end())
+      return -1;
+    const int node = it->second;
+    slow_changed.wait_for(g, 10s, [&] { return slow.count(node) == 0; });
+    return node;
   }};
+  void go_fast(int node) {
+    std::lock_guard<std::mutex> g{mu};
+    slow.erase(node);
+    slow_changed.notify_all();
+  }
   std::uint16_t front = proxy.add_node(1, target_port);
 
   ~fixture() { ::close(listener); }
@@ -236,6 +251,35 @@ BOOST_AUTO_TEST_CASE(bytes_pass_both_ways_and_the_opener_is_known) {
   BOOST_TEST(s.unknown_origin == 0u);
   BOOST_TEST(s.bytes >= 2u * big.size());
   BOOST_TEST(f.proxy.open_connections() == 1u);
+}
+
+// The opener of a new link is looked up off the forwarding thread: while
+// one lookup is slow, the links already open keep passing bytes, and the
+// new link passes once its opener is known.
+BOOST_AUTO_TEST_CASE(a_slow_opener_lookup_does_not_stop_the_open_links) {
+  fixture f;
+  BOOST_REQUIRE(f.listener >= 0);
+  BOOST_REQUIRE(f.front != 0);
+  auto open = f.connect_from(0);
+  BOOST_REQUIRE(open->server >= 0);
+  BOOST_REQUIRE(passes_both_ways(*open, "before"));
+  {
+    std::lock_guard<std::mutex> g{f.mu};
+    f.slow.insert(2);
+  }
+  fixture::link late;
+  late.client = std::make_unique<connector>(f.front, f.nodes, f.mu, 2);
+  // Node 2's lookup is held (the proxy accepted it and asks who it is):
+  // node 0's link still passes bytes both ways, again and again.
+  for (int i = 0; i < 5; ++i)
+    BOOST_TEST(passes_both_ways(*open, "during" + std::to_string(i)));
+  BOOST_TEST(accept_within(f.listener, 100ms) < 0); // not forwarded yet
+  f.go_fast(2);
+  late.server = accept_within(f.listener, 5000ms);
+  BOOST_REQUIRE(late.server >= 0);
+  BOOST_TEST(passes_both_ways(late, "late"));
+  BOOST_TEST(f.proxy.stats().slowest_lookup_ms >= 100u);
+  BOOST_TEST(f.proxy.stats().unknown_origin == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_reset_cut_drops_the_links_refuses_new_ones_and_heal_restores) {
