@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "actors/copy_leftovers.hpp"
 #include "actors/handoff.hpp"
 #include "actors/node_links.hpp"
 #include "actors/partition_actor.hpp"
@@ -257,6 +258,17 @@ expected<int> lock_data_dir(const node_config& cfg) {
     return fail(left.err());
   else if (*left != 0)
     log(log_level::info, "removed ", *left, " leftover(s) of interrupted handoffs");
+  // Before any copy opens: a full copy cut short leaves scratch folders, or
+  // a store moved aside (actors/copy_leftovers.hpp).
+  auto copies = tidy_copy_leftovers(cfg.data_dir);
+  if (!copies)
+    return fail(copies.err());
+  for (const auto& r : copies->restored)
+    log(log_level::warn, r, ": a full copy was cut short while it replaced this store; "
+                           "the store it replaced is back in place");
+  if (!copies->removed.empty())
+    log(log_level::info, "removed ", copies->removed.size(),
+        " leftover(s) of interrupted full copies");
   // The node's link credentials, before any link is opened (the join, the
   // cluster port); with the data dir locked, so that a second tallyd on it
   // never replaces the files a running node reads.

@@ -38,7 +38,8 @@ fbf_config fbf_of(const node_config& cfg);
 
 /// 1. The data dir: its folders created, locked against a second tallyd
 /// (the returned descriptor holds the lock), leftovers of interrupted
-/// handoffs removed, the node link credentials written. Errors:
+/// handoffs and full copies tidied (actors/copy_leftovers.hpp), the node
+/// link credentials written. Errors:
 /// errc::io_error (unusable dir), errc::unavailable (locked by another
 /// tallyd).
 expected<int> lock_data_dir(const node_config& cfg);

@@ -1,0 +1,116 @@
+// What an interrupted full copy leaves is tidied at the start
+// (actors/copy_leftovers.hpp): scratch folders go, a store moved aside is
+// deleted once its replacement is in place and put back when it is not;
+// the node's start does it before the partitions are read (a stop between
+// the swap's two renames used to leave the node refusing to start).
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "actors/copy_leftovers.hpp"
+#include "actors/node_startup.hpp"
+#include "journal/partition_manifest.hpp"
+
+using namespace tally;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct data_dir_fixture {
+  fs::path root;
+  data_dir_fixture() {
+    std::random_device rd;
+    root = fs::temp_directory_path() / ("tally-copy-leftovers-" + std::to_string(rd()));
+    fs::remove_all(root);
+  }
+  ~data_dir_fixture() { fs::remove_all(root); }
+
+  // A folder holding one file whose content says which store it is.
+  void store(const std::string& rel, const std::string& tag) {
+    fs::create_directories(root / rel);
+    std::ofstream{root / rel / "data.mdb"} << tag;
+  }
+  std::string tag_of(const std::string& rel) {
+    std::ifstream in{root / rel / "data.mdb"};
+    std::string tag;
+    in >> tag;
+    return tag;
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(copy_leftovers_tests, data_dir_fixture)
+
+BOOST_AUTO_TEST_CASE(scratch_goes_a_finished_swap_drops_the_old_store_a_cut_one_puts_it_back) {
+  store("partitions/1", "new1");
+  store("partitions/1.replaced", "old1");     // swap finished, not yet deleted
+  store("replicas/2.replaced", "old2");       // stopped between the renames
+  store("replicas/2.copy-in", "received2");
+  store("replicas/3", "live3");
+  store("replicas/3.copy-for-12345", "sent3");
+  store("partitions/4", "live4");             // untouched
+  auto r = tidy_copy_leftovers(root.string());
+  BOOST_REQUIRE_MESSAGE(r, (r ? "" : r.err().to_string()));
+  BOOST_TEST(tag_of("partitions/1") == "new1");
+  BOOST_TEST(!fs::exists(root / "partitions/1.replaced"));
+  BOOST_TEST(tag_of("replicas/2") == "old2"); // the store before that copy
+  BOOST_TEST(!fs::exists(root / "replicas/2.replaced"));
+  BOOST_TEST(!fs::exists(root / "replicas/2.copy-in"));
+  BOOST_TEST(tag_of("replicas/3") == "live3");
+  BOOST_TEST(!fs::exists(root / "replicas/3.copy-for-12345"));
+  BOOST_TEST(tag_of("partitions/4") == "live4");
+  BOOST_TEST(r->removed.size() == 3u);
+  BOOST_REQUIRE(r->restored.size() == 1u);
+  BOOST_TEST(r->restored[0] == "replicas/2");
+  // Nothing left: a second pass changes nothing.
+  auto again = tidy_copy_leftovers(root.string());
+  BOOST_REQUIRE(again);
+  BOOST_TEST(again->removed.empty());
+  BOOST_TEST(again->restored.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_data_dir_without_copy_folders_is_fine) {
+  fs::create_directories(root);
+  auto r = tidy_copy_leftovers(root.string());
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->removed.empty());
+}
+
+// The node's start (step 1) tidies them before step 3 reads the partitions:
+// an owner's store cut off mid-swap, listed in the manifest, is back and
+// the start goes on (it used to stop: "listed in the manifest, but its
+// folder ... is missing").
+BOOST_AUTO_TEST_CASE(the_start_puts_back_a_store_cut_off_mid_swap) {
+  node_config cfg;
+  cfg.data_dir = root.string();
+  cfg.partitions = 2;
+  {
+    auto lock = lock_data_dir(cfg);
+    BOOST_REQUIRE_MESSAGE(lock, (lock ? "" : lock.err().to_string()));
+    ::close(*lock);
+  }
+  store("partitions/0", "zero");
+  store("partitions/1", "one");
+  BOOST_REQUIRE(manifest_add(cfg.data_dir, 0));
+  BOOST_REQUIRE(manifest_add(cfg.data_dir, 1));
+  auto before = read_partitions_on_disk(cfg);
+  BOOST_REQUIRE_MESSAGE(before, (before ? "" : before.err().to_string()));
+  // Partition 1 swapped halfway: moved aside, its copy not yet in place.
+  fs::rename(root / "partitions/1", root / "partitions/1.replaced");
+  store("partitions/1.copy-in", "copy");
+  BOOST_TEST(!read_partitions_on_disk(cfg)); // what a start met before
+  auto lock = lock_data_dir(cfg);
+  BOOST_REQUIRE_MESSAGE(lock, (lock ? "" : lock.err().to_string()));
+  ::close(*lock);
+  auto after = read_partitions_on_disk(cfg);
+  BOOST_REQUIRE_MESSAGE(after, (after ? "" : after.err().to_string()));
+  BOOST_TEST(tag_of("partitions/1") == "one");
+  BOOST_TEST(!fs::exists(root / "partitions/1.copy-in"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
