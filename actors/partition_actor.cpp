@@ -751,6 +751,13 @@ void schedule_tick(partition_self self) {
     self->delayed_send(self, period, timer_atom::value);
 }
 
+// The first tick, at the partition's own phase (partition_timers::first_tick).
+void schedule_first_tick(partition_self self) {
+  auto& st = self->state;
+  if (st.timers.tick().count() > 0)
+    self->delayed_send(self, st.timers.first_tick(st.index), timer_atom::value);
+}
+
 // Parked reads older than the read timeout get a timeout error: a read
 // whose snapshot is never reached (a transaction left prepared, a clock far
 // ahead) must not wait forever. Reads sent with request() have their own
@@ -861,8 +868,7 @@ void on_tick(partition_self self) {
   // Decisions kept after a failed batch (a full map) are retried.
   if (st.core->has_staged() && !st.core->stopped())
     schedule_flush(self);
-  auto every = st.timers.checkpoint_every();
-  if (every > 0 && st.ticks % every == 0) {
+  if (st.timers.checkpoint_due(st.ticks, st.index)) {
     run_checkpoint(self);
     publish(self); // a set-aside transaction stops pinning the stable time
   }
@@ -959,7 +965,7 @@ caf::behavior partition_fn(partition_self self,
   self->state.slot = std::move(slot);
   self->state.timers = timers;
   publish(self);
-  schedule_tick(self);
+  schedule_first_tick(self);
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
     // The slot is this node's copy of the partition, which may have a
@@ -1199,6 +1205,16 @@ std::uint64_t partition_timers::ticks_per(std::chrono::milliseconds interval) co
 
 std::uint64_t partition_timers::checkpoint_every() const noexcept {
   return ticks_per(checkpoint_interval);
+}
+
+std::chrono::milliseconds partition_timers::first_tick(std::uint32_t index) const noexcept {
+  const auto period = tick();
+  return period + period * static_cast<int>(index % 64) / 64;
+}
+
+bool partition_timers::checkpoint_due(std::uint64_t tick, std::uint32_t index) const noexcept {
+  const auto every = checkpoint_every();
+  return every > 0 && (tick + index) % every == 0;
 }
 
 caf::actor spawn_partition(caf::actor_system& sys,

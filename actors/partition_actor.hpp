@@ -70,6 +70,19 @@ struct partition_timers {
   std::uint64_t checkpoint_every() const noexcept;
   /// Ticks per `interval`, at least 1 (0: interval or tick off).
   std::uint64_t ticks_per(std::chrono::milliseconds interval) const noexcept;
+  /// How long partition `index` waits for its first tick: one period plus
+  /// a phase of its own, (index mod 64) 64ths of a period. The partitions
+  /// of a shard then tick (and sync, in durability periodic) spread over
+  /// the period, not all in one wake-up of their shard thread.
+  std::chrono::milliseconds first_tick(std::uint32_t index) const noexcept;
+  /// Whether partition `index` checkpoints at its `tick`-th tick (1, 2,
+  /// ...): once every checkpoint_every() ticks, at ticks of its own
+  /// ((tick + index) mod checkpoint_every() = 0), so that a node's
+  /// partitions checkpoint a few at a time across the interval. All at the
+  /// same tick, the 64 checkpoints of one shard held its thread for 50 to
+  /// 400 ms every 10 s, the p99 of a load at half the peak
+  /// (docs/PERFORMANCE.md, "Latency at half load").
+  bool checkpoint_due(std::uint64_t tick, std::uint32_t index) const noexcept;
 };
 
 /// Where a partition actor runs (tallyd --partition-threads).

@@ -6,7 +6,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <map>
 #include <random>
+#include <set>
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -244,7 +246,7 @@ BOOST_AUTO_TEST_CASE(partition_timer_advances_fbfs_and_checkpoints_without_reque
   std::uint64_t now = 1'000'000;
   std::int64_t fbf_ms = 0;
   partition_options o;
-  o.index = 9;
+  o.index = 8; // its ticks come 8/64 of a period late; it checkpoints at even ticks
   o.path = (dir / "timers").string();
   o.mode = durability::none;
   o.snapshot_retention_us = 100'000;
@@ -267,6 +269,9 @@ BOOST_AUTO_TEST_CASE(partition_timer_advances_fbfs_and_checkpoints_without_reque
   timers.checkpoint_interval = 200ms;
   BOOST_TEST(timers.tick().count() == 100);
   BOOST_TEST(timers.checkpoint_every() == 2u);
+  BOOST_TEST(timers.first_tick(8).count() == 112);
+  BOOST_TEST(!timers.checkpoint_due(1, 8));
+  BOOST_TEST(timers.checkpoint_due(2, 8));
   auto part = spawn_partition(sys, std::move(core), partition_placement::scheduler(), nullptr, timers);
   self->monitor(part);
   sched.run();
@@ -274,7 +279,10 @@ BOOST_AUTO_TEST_CASE(partition_timer_advances_fbfs_and_checkpoints_without_reque
   BOOST_TEST(raw->fbf("b")->clock().time_since_epoch().count() == 0);
   now += 1'000'000;
   fbf_ms += 2500; // past the first refresh (t = 2 s)
-  sched.advance_time(100ms); // tick 1: the FBF moves
+  sched.advance_time(100ms); // not yet: the partition's phase
+  sched.run();
+  BOOST_TEST(raw->fbf("b")->clock().time_since_epoch().count() == 0);
+  sched.advance_time(12ms); // tick 1: the FBF moves
   sched.run();
   BOOST_TEST(raw->fbf("b")->clock().time_since_epoch().count() == 2500);
   BOOST_TEST(raw->fbf("b")->refresh_count() > 0u);
@@ -287,6 +295,37 @@ BOOST_AUTO_TEST_CASE(partition_timer_advances_fbfs_and_checkpoints_without_reque
   bool down = false;
   self->receive([&](caf::down_msg&) { down = true; }, caf::after(0s) >> [] {});
   BOOST_TEST(down); // quit with a tick still pending
+}
+
+// The partitions of a node do not tick, nor checkpoint, all at once
+// (docs/PERFORMANCE.md, "Latency at half load": 64 checkpoints in one
+// wake-up held a shard thread 50-400 ms every 10 s): the tallyd defaults
+// (1 s ticks, a checkpoint every 10 s), 64 partitions. Each checkpoints
+// once every 10 ticks, at most 7 of them at any one tick; their first
+// ticks fall at 64 different moments of the first period after the first.
+BOOST_AUTO_TEST_CASE(the_partitions_of_a_node_spread_their_ticks_and_checkpoints) {
+  partition_timers timers;
+  timers.fbf_tick = 1000ms;
+  timers.checkpoint_interval = 10000ms;
+  BOOST_REQUIRE(timers.checkpoint_every() == 10u);
+  std::map<std::uint64_t, int> at_tick;
+  std::set<std::int64_t> first;
+  for (std::uint32_t p = 0; p < 64; ++p) {
+    int mine = 0;
+    for (std::uint64_t t = 1; t <= 100; ++t)
+      if (timers.checkpoint_due(t, p)) {
+        ++mine;
+        ++at_tick[t];
+      }
+    BOOST_TEST(mine == 10); // once per 10 ticks
+    auto f = timers.first_tick(p).count();
+    BOOST_TEST(f >= 1000);
+    BOOST_TEST(f < 2000);
+    first.insert(f);
+  }
+  for (const auto& [t, n] : at_tick)
+    BOOST_TEST(n <= 7, "tick " << t << ": " << n << " checkpoints");
+  BOOST_TEST(first.size() == 64u);
 }
 
 // Reads waiting for a snapshot the partition has not reached are bounded
