@@ -73,7 +73,8 @@ struct partition_timers {
   /// How long partition `index` waits for its first tick: one period plus
   /// a phase of its own, (index mod 64) 64ths of a period. The partitions
   /// of a shard then tick (and sync, in durability periodic) spread over
-  /// the period, not all in one wake-up of their shard thread.
+  /// the period, not all in one wake-up of their shard thread. Below two
+  /// periods (and so below 2 max_tick).
   std::chrono::milliseconds first_tick(std::uint32_t index) const noexcept;
   /// Whether partition `index` checkpoints at its `tick`-th tick (1, 2,
   /// ...): once every checkpoint_every() ticks, at ticks of its own

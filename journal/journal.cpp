@@ -285,6 +285,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
     std::vector<std::pair<lsn, update_record>> updates;
   };
   std::unordered_map<tx_id, recovering_tx, tx_id_hash> txs;
+  decided_.clear(); // rebuilt from the records read below
   // The decisions of transactions prepared here, for a store that has no
   // decision index yet (backfill_decisions).
   std::vector<std::pair<tx_id, decision_entry>> decisions;
@@ -349,6 +350,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
           } else if constexpr (std::is_same_v<T, commit_record>) {
             max_commit_.merge(r.commit_time);
             last_bloom_ = r.bloom_timestamp;
+            decided_.emplace_back(pos, clock_top(r.commit_time));
             auto it = txs.find(r.tx);
             if (it == txs.end())
               return; // its updates were truncated with the checkpoint
@@ -367,6 +369,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
             txs.erase(it);
           } else {
             static_assert(std::is_same_v<T, abort_record>);
+            decided_.emplace_back(pos, 0); // read by every checkpoint
             auto it = txs.find(r.tx);
             if (it == txs.end())
               return;
@@ -654,6 +657,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
   bool saw_commit = false;
   std::uint64_t added = 0; // `decisions` entries
   std::vector<std::pair<lsn, copy_term>> new_terms;
+  std::vector<std::pair<lsn, std::uint64_t>> new_decided;
   const lsn first = next_;
   lsn at = first;
   char key[lsn_key_size];
@@ -677,6 +681,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
       max_commit.merge(c->commit_time);
       last_bloom = c->bloom_timestamp;
       saw_commit = true;
+      new_decided.emplace_back(at, clock_top(c->commit_time));
       // A late commit (checked above): folded now, not indexed.
       const bool late_commit = checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time;
       if (late_commit)
@@ -713,6 +718,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
       new_terms.emplace_back(at, tr->term());
     } else {
       const auto& a = std::get<abort_record>(rec);
+      new_decided.emplace_back(at, 0);
       if (auto tx = staged.take(a.tx); tx && tx->prepare_lsn) {
         if (auto st = (*txn)->put(
               store_db::decisions, encode_tx_key(a.tx),
@@ -733,6 +739,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
   decisions_added_ += added;
   for (auto& [pos, t] : new_terms)
     terms_[pos] = std::move(t);
+  decided_.insert(decided_.end(), new_decided.begin(), new_decided.end());
   next_ = at;
   if (mode_ == durability::full)
     durable_ = at - 1;
@@ -968,6 +975,8 @@ status journal::apply_checkpoint(
   truncation_ = t;
   folded_term_ = folded;
   terms_.erase(terms_.begin(), terms_.lower_bound(t));
+  while (!decided_.empty() && decided_.front().first < t)
+    decided_.pop_front();
   checkpoint_ = std::move(next_state);
   decisions_dropped_ += decisions_dropped;
   // The relocated transactions' records are where they were appended.
@@ -1010,6 +1019,14 @@ status journal::save_promised_term(const copy_term& t) {
 }
 
 // ---- reading ---------------------------------------------------------------
+
+lsn journal::end_of_commits_within(const vector_clock& c) const {
+  const std::uint64_t top = clock_top(c);
+  for (auto it = decided_.rbegin(); it != decided_.rend(); ++it)
+    if (it->second <= top)
+      return it->first + 1;
+  return truncation_;
+}
 
 copy_term journal::term_at(lsn at) const {
   auto it = terms_.upper_bound(at);

@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -387,6 +388,16 @@ public:
   /// journal usable; any other failure stops it (io_error).
   status save_promised_term(const copy_term& t);
 
+  /// One past the last record of the log that is an abort, or a commit
+  /// whose commit time may be <= `c` (its largest entry is <= c's largest:
+  /// every commit <= c is among them); truncation_lsn() when there is none.
+  /// A checkpoint to time c reads the log up to there only
+  /// (checkpoint_store::checkpoint): every commit it may fold lies below,
+  /// and so does every aborted transaction it may drop. Kept in memory
+  /// from the log's commit and abort records (rebuilt at open, extended by
+  /// append, cut by a checkpoint); walks back from the log's end.
+  lsn end_of_commits_within(const vector_clock& c) const;
+
   /// Every LSN <= this is on stable storage.
   lsn durable_lsn() const noexcept { return durable_; }
   lsn truncation_lsn() const noexcept { return truncation_; }
@@ -449,6 +460,10 @@ private:
   // The term records in the log, by LSN, and the term in force below the
   // truncation point (meta `folded_term`): term_at().
   std::map<lsn, copy_term> terms_;
+  // Each commit and abort record in the log, by LSN: its LSN and, for a
+  // commit, its commit time's largest entry (0 for an abort), for
+  // end_of_commits_within.
+  std::deque<std::pair<lsn, std::uint64_t>> decided_;
   copy_term folded_term_;
   copy_term promised_term_; // meta `promised_term`
   std::optional<error> stopped_;

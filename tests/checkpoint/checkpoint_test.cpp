@@ -271,6 +271,58 @@ BOOST_AUTO_TEST_CASE(aborted_transactions_never_hold_the_log) {
   BOOST_TEST(value_of(cs, key(0)) == 2);
 }
 
+// A checkpoint reads the log only up to its last commit that may be <= C,
+// or its last abort (journal::end_of_commits_within, rebuilt at open and
+// cut by the checkpoint): a commit <= C written after one above C is still
+// folded, an aborted transaction is dropped wherever it is, and what
+// follows the last of those is not read. (Reading the whole retained log
+// at every checkpoint held a node's shard 2-7 ms per partition:
+// docs/PERFORMANCE.md, "Latency at half load".)
+BOOST_AUTO_TEST_CASE(checkpoint_reads_up_to_the_last_commit_it_may_fold) {
+  temp_dir dir;
+  auto path = dir.sub("p");
+  // LSN 1-2: tx 5 adds 5 to key 0 and aborts; 3-4: tx 1 adds 1, commits
+  // at 2; 5-6: tx 2 adds 10, at 9; 7-8: tx 3 adds 100, at 4 (below the
+  // commit before it); 9-10: tx 4 adds 1000, at 12.
+  {
+    auto j = open_ok(options(path)).log;
+    BOOST_REQUIRE(j->append({update(tx_id{1, 5}, key(0), 5), abort_record{tx_id{1, 5}}}));
+    BOOST_REQUIRE(j->append({update(tx_id{1, 1}, key(0), 1), commit(tx_id{1, 1}, 2)}));
+    BOOST_REQUIRE(j->append({update(tx_id{1, 2}, key(0), 10), commit(tx_id{1, 2}, 9)}));
+    BOOST_REQUIRE(j->append({update(tx_id{1, 3}, key(0), 100), commit(tx_id{1, 3}, 4)}));
+    BOOST_REQUIRE(j->append({update(tx_id{1, 4}, key(0), 1000), commit(tx_id{1, 4}, 12)}));
+    BOOST_TEST(j->end_of_commits_within(at(1)) == 3u);  // the abort, LSN 2
+    BOOST_TEST(j->end_of_commits_within(at(2)) == 5u);
+    BOOST_TEST(j->end_of_commits_within(at(4)) == 9u);  // tx 3's commit, LSN 8
+    BOOST_TEST(j->end_of_commits_within(at(11)) == 9u);
+    BOOST_TEST(j->end_of_commits_within(at(12)) == 11u); // tx 4's, LSN 10
+  }
+  auto j = open_ok(options(path)).log; // rebuilt from the log at open
+  BOOST_TEST(j->end_of_commits_within(at(4)) == 9u);
+  BOOST_TEST(j->end_of_commits_within(at(12)) == 11u);
+  checkpoint_store cs{*j};
+  auto r = cs.checkpoint(open_bounds(*j, 5));
+  BOOST_REQUIRE_MESSAGE(r.has_value(), test::describe(r));
+  BOOST_TEST(r->transactions_folded == 2u); // tx 1 and tx 3
+  BOOST_TEST(r->truncation_lsn == 5u);      // tx 2's update: its commit is above C
+  BOOST_TEST(r->limited_by == truncation_limit::unfolded_commit);
+  BOOST_TEST(entry_value(cs, key(0)) == 101);
+  BOOST_TEST(value_of(cs, key(0)) == 1111); // tx 2 and 4 from the log
+  // Cut with the log: what was folded no longer counts.
+  BOOST_TEST(j->end_of_commits_within(at(2)) == 5u); // nothing left at or below 2
+  BOOST_TEST(j->end_of_commits_within(at(9)) == 9u);
+  // An abort after the last commit is read and dropped too.
+  BOOST_REQUIRE(j->append({update(tx_id{1, 6}, key(0), 7), abort_record{tx_id{1, 6}}}));
+  BOOST_TEST(j->end_of_commits_within(at(9)) == 13u);
+  auto r2 = cs.checkpoint(open_bounds(*j, 12));
+  BOOST_REQUIRE_MESSAGE(r2.has_value(), test::describe(r2));
+  BOOST_TEST(r2->transactions_folded == 2u); // tx 2 and tx 4
+  BOOST_TEST(r2->truncation_lsn == 13u);     // all of it
+  BOOST_TEST(entry_value(cs, key(0)) == 1111);
+  BOOST_TEST(value_of(cs, key(0)) == 1111);
+  BOOST_TEST(j->end_of_commits_within(at(100)) == 13u); // the log's start now
+}
+
 BOOST_AUTO_TEST_CASE(checkpoint_time_never_goes_back) {
   temp_dir dir;
   auto j = open_ok(options(dir.sub("p"))).log;
