@@ -133,9 +133,10 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
                         + "; checkpoints only move forward");
 
   // 1. Read the log once: what each transaction did and how it ended, up
-  //    to the last commit that may be <= C (journal::end_of_commits_within):
-  //    every commit to fold lies below it, and what lies above stays (the
-  //    cut is kept at or below it). The log holds the retention window's
+  //    to the last commit that may be <= C, or the last abort
+  //    (journal::end_of_commits_within): every commit to fold and every
+  //    aborted transaction to drop lies below it, and what lies above stays
+  //    (the cut is kept at or below it). The log holds the retention window's
   //    records (60 s by default), of which a checkpoint folds one interval's
   //    (10 s): reading it all took 2-7 ms per partition at half of a node's
   //    peak load (docs/PERFORMANCE.md, "Latency at half load"). With
