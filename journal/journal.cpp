@@ -657,7 +657,8 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
   bool saw_commit = false;
   std::uint64_t added = 0; // `decisions` entries
   std::vector<std::pair<lsn, copy_term>> new_terms;
-  std::vector<std::pair<lsn, std::uint64_t>> new_decided;
+  auto& new_decided = decided_scratch_; // its capacity is kept: no allocation per append
+  new_decided.clear();
   const lsn first = next_;
   lsn at = first;
   char key[lsn_key_size];

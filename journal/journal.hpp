@@ -464,6 +464,7 @@ private:
   // commit, its commit time's largest entry (0 for an abort), for
   // end_of_commits_within.
   std::deque<std::pair<lsn, std::uint64_t>> decided_;
+  std::vector<std::pair<lsn, std::uint64_t>> decided_scratch_; // append's new ones
   copy_term folded_term_;
   copy_term promised_term_; // meta `promised_term`
   std::optional<error> stopped_;
