@@ -12,11 +12,11 @@
 
 #include <caf/all.hpp>
 
-#include "actors/spawn_helper.hpp"
 #include "actors/atoms.hpp"
 #include "actors/node_context.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
+#include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
 
 using namespace tally;

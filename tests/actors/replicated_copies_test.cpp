@@ -19,13 +19,13 @@
 
 #include <caf/all.hpp>
 
-#include "actors/spawn_helper.hpp"
 #include "actors/atoms.hpp"
 #include "actors/messages.hpp"
 #include "actors/node_context.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
 #include "actors/partition_replication.hpp"
+#include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
 #include "replication/replication_batch.hpp"
 

@@ -13,8 +13,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/spawn_helper.hpp"
 #include "actors/shard_host.hpp"
+#include "actors/spawn_helper.hpp"
 #include "server/shard_inbox.hpp"
 
 using namespace tally;
