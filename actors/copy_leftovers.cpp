@@ -1,6 +1,7 @@
 #include "actors/copy_leftovers.hpp"
 
 #include <filesystem>
+#include <string>
 #include <system_error>
 
 #include "journal/file_sync.hpp"
@@ -19,7 +20,8 @@ bool ends_with(const std::string& s, const std::string& tail) {
 enum class leftover { none, scratch, replaced };
 
 leftover kind_of(const std::string& name) {
-  if (ends_with(name, ".copy-in") || name.find(".copy-for-") != std::string::npos)
+  if (ends_with(name, ".copy-in") || name.find(".copy-for-") != std::string::npos
+      || ends_with(name, ".dropped"))
     return leftover::scratch;
   if (ends_with(name, ".replaced"))
     return leftover::replaced;
@@ -71,6 +73,64 @@ status tidy_folder(const fs::path& root, const std::string& folder, copy_leftove
 }
 
 } // namespace
+
+expected<std::string> drop_copy_folder(const std::string& root, std::uint32_t p,
+                                       bool keep_aside, std::uint64_t now_us) {
+  const auto dir = fs::path{root} / "replicas";
+  const auto store = dir / std::to_string(p);
+  std::error_code ec;
+  if (!fs::exists(store, ec))
+    return make_error(errc::not_found, "no copy " + store.string());
+  const auto to = keep_aside ? fs::path{root} / "stale"
+                                 / (std::to_string(p) + ".replicas." + std::to_string(now_us))
+                             : dir / (std::to_string(p) + ".dropped");
+  if (keep_aside)
+    fs::create_directories(to.parent_path(), ec);
+  else
+    fs::remove_all(to, ec); // a leftover of an earlier drop of p
+  if (!ec)
+    fs::rename(store, to, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot move " + store.string() + " to " + to.string()
+                                        + ": " + ec.message());
+  if (auto s = sync_path(dir.string(), true); !s)
+    return s.err();
+  if (keep_aside)
+    return to.string();
+  fs::remove_all(to, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot remove " + to.string() + ": " + ec.message());
+  return std::string{"deleted"};
+}
+
+expected<std::vector<std::string>> expire_stale_copies(const std::string& root,
+                                                       std::uint64_t keep_us,
+                                                       std::uint64_t now_us) {
+  const auto dir = fs::path{root} / "stale";
+  std::error_code ec;
+  std::vector<fs::path> old;
+  for (fs::directory_iterator i{dir, ec}, end; !ec && i != end; i.increment(ec)) {
+    const auto name = i->path().filename().string();
+    const auto dot = name.rfind('.');
+    if (dot == std::string::npos || dot + 1 == name.size()
+        || name.find_first_not_of("0123456789", dot + 1) != std::string::npos
+        || name.size() - dot - 1 > 19)
+      continue; // not a name tallyd gave
+    const std::uint64_t at = std::stoull(name.substr(dot + 1));
+    if (at < now_us && now_us - at > keep_us)
+      old.push_back(i->path());
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return make_error(errc::io_error, "cannot list " + dir.string() + ": " + ec.message());
+  std::vector<std::string> removed;
+  for (const auto& p : old) {
+    fs::remove_all(p, ec);
+    if (ec)
+      return make_error(errc::io_error, "cannot remove " + p.string() + ": " + ec.message());
+    removed.push_back(p.filename().string());
+  }
+  return removed;
+}
 
 expected<copy_leftovers_report> tidy_copy_leftovers(const std::string& root) {
   copy_leftovers_report r;

@@ -13,6 +13,7 @@
 #include <caf/all.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/copy_retirement.hpp"
 #include "actors/replica_sets.hpp"
 #include "common/log.hpp"
 #include "replication/placement.hpp"
@@ -132,6 +133,8 @@ void replicated_routes(mem_self self) {
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
                mine.primary, mine.peers, mine.handles, mine.w, mine.filling);
   }
+  if (configure)
+    retire_unneeded_copies(self);
   st.routes->store(std::move(table));
 }
 
@@ -167,6 +170,7 @@ void ensure_copies(mem_self self) {
     if (made_now && current_copy_elsewhere(self, p, self_id(self)))
       set_filling(self, p);
   }
+  open_leftover_copies(self);
 }
 
 bool recreate_removed(mem_self self) {

@@ -20,6 +20,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/copy_plan.hpp"
+#include "actors/copy_retirement.hpp"
 #include "actors/handoff.hpp"
 #include "actors/membership_state.hpp"
 #include "actors/membership_status.hpp"
@@ -311,6 +312,18 @@ void gossip_all(mem_self self) {
   for (auto& [id, pe] : self->state.peers)
     if (pe.up && pe.membership)
       send_gossip(self, pe.membership);
+}
+
+// Whether the copies kept in <data-dir>/stale/ are to be looked at now (at
+// the first tick, then once an hour); marks them looked at.
+bool stale_expiry_due(mem_self self) {
+  auto& st = self->state;
+  const auto now = std::chrono::steady_clock::now();
+  if (!st.cfg.expire_stale
+      || (st.stale_expired_at && now - *st.stale_expired_at < std::chrono::hours{1}))
+    return false;
+  st.stale_expired_at = now;
+  return true;
 }
 
 void connect(mem_self self, const node_id& id);
@@ -870,6 +883,12 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         rebuild_routes(self);
         gossip_all(self);
       });
+      check_retired(self, [self] {
+        rebuild_routes(self);
+        gossip_all(self);
+      });
+      if (stale_expiry_due(self))
+        self->state.cfg.expire_stale();
       resolve_all(self);
       expire_forwarders(self);
       gossip_all(self);

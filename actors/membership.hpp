@@ -87,6 +87,15 @@ struct membership_config {
   /// one in its place; `owned`: the owner's copy (partitions/<p>) rather
   /// than a replica's.
   std::function<expected<caf::actor>(std::uint32_t, bool owned)> replace_copy;
+  /// Deletes <root>/replicas/<p>, a retired copy whose every record the
+  /// primary holds, or, with `keep_aside`, moves it to <root>/stale/
+  /// (actors/copy_retirement.hpp); its actor has been told to stop. Returns
+  /// where it went ("deleted" or the stale folder).
+  std::function<expected<std::string>(std::uint32_t, bool keep_aside)> drop_copy;
+  /// Deletes the copies kept in <root>/stale/ longer than --stale-keep-hours
+  /// (actors/copy_leftovers.hpp, expire_stale_copies): run at the first
+  /// tick and then once an hour. Unset: never.
+  std::function<void()> expire_stale;
   /// The two-phase commits this node coordinates (tx_decide_atom answers).
   std::shared_ptr<coordinated_txs> coordinating;
   /// Calls to other nodes' partitions: failed at once when a member's link

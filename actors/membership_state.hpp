@@ -118,6 +118,13 @@ struct membership_state {
   // node plans alike); `checking` holds those whose catch-up is being asked.
   std::set<std::uint32_t> filling;
   std::set<std::uint32_t> checking;
+  // Copies this node holds of partitions whose copy set no longer names it
+  // (actors/copy_retirement.hpp), with when each was retired; `dropping`
+  // holds those whose deletion is being checked.
+  std::map<std::uint32_t, std::chrono::steady_clock::time_point> retired;
+  std::set<std::uint32_t> dropping;
+  // When the stale copies were last looked at (membership_config::expire_stale).
+  std::optional<std::chrono::steady_clock::time_point> stale_expired_at;
   bool removed_stop = false; // this node learnt it was removed: stopping
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   bool settled_once = false; // see settled() in actors/copy_plan.cpp

@@ -13,6 +13,7 @@
 #include <caf/io/all.hpp>
 
 #include "actors/client_gateway.hpp"
+#include "actors/copy_leftovers.hpp"
 #include "journal/partition_manifest.hpp"
 #include "common/log.hpp"
 #include "actors/membership.hpp"
@@ -355,6 +356,23 @@ status node::start_membership(caf::actor_system& sys, const node_config& cfg, st
       log(log_level::warn, "partition ", i, ": stale copy kept in ", aside.string(),
           " (delete it once the cluster is healthy)");
       return open_copy(i, folder);
+    };
+    mc.drop_copy = [root](std::uint32_t i, bool keep_aside) {
+      return drop_copy_folder(root.string(), i, keep_aside, wall_clock_us());
+    };
+  }
+  if (cfg.stale_keep.count() > 0) {
+    const auto keep_us = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(cfg.stale_keep).count());
+    mc.expire_stale = [root = cfg.data_dir, keep_us, hours = cfg.stale_keep.count()] {
+      auto gone = expire_stale_copies(root, keep_us, wall_clock_us());
+      if (!gone) {
+        log(log_level::error, "cannot delete old stale copies: ", gone.err().to_string());
+        return;
+      }
+      for (const auto& name : *gone)
+        log(log_level::info, "deleted the stale copy ", root, "/stale/", name, ", kept ",
+            hours, " hours (--stale-keep-hours)");
     };
   }
   ctx.membership =

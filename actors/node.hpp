@@ -136,6 +136,10 @@ struct node_config {
   /// on, and writes resume once a restart with a larger map (or a
   /// checkpoint's truncation) makes room.
   std::uint64_t map_size = std::uint64_t{1} << 30;
+  /// How long copies set aside in <data-dir>/stale/ are kept before they
+  /// are deleted (--stale-keep-hours; 0 = for ever): docs/REPLICATION.md,
+  /// "Retired copies".
+  std::chrono::hours stale_keep{168};
 };
 
 /// Refuses a configuration the node cannot run safely, with errc::bad_config

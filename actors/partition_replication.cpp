@@ -415,7 +415,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   if (before == copy_role::primary && role != copy_role::primary)
     fail_held(make_error(errc::unavailable,
                          "partition " + std::to_string(index_) + ": the primary moved to "
-                           + primary_ + " before the write reached " + std::to_string(w_)
+                           + (primary_.empty() ? std::string{"another copy set"} : primary_)
+                           + " before the write reached " + std::to_string(w_)
                            + " copies; its outcome is unknown: retry with the same op ids"));
   if (!core) {
     set_role(role);
@@ -1209,6 +1210,29 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       }
       return {to_string(role_), c ? c->log_end() : 0, term_.n, std::move(nodes),
               std::move(ends), std::move(states)};
+    },
+    [this](r_tail_atom)
+      -> std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, node_id> {
+      auto* c = core_();
+      if (!c)
+        return {0, no_prev, no_prev, 0, node_id{}};
+      std::uint64_t o = no_prev, q = no_prev;
+      if (auto t = c->tx_at(c->log_end() - 1); t) {
+        o = *t ? (*t)->origin : 0;
+        q = *t ? (*t)->seq : 0;
+      }
+      const copy_term last = c->last_term();
+      return {c->log_end(), o, q, last.n, last.by};
+    },
+    [this](r_holds_atom, std::uint64_t at, std::uint64_t o, std::uint64_t q,
+           std::uint64_t term_n, node_id& term_by) -> std::int8_t {
+      auto* c = core_();
+      if (!c || role_ == copy_role::stale)
+        return -1;
+      if (at >= c->log_end())
+        return 0; // this journal ends before it: the asker holds more
+      auto held = holds_record(*c, at, o, q, copy_term{term_n, std::move(term_by)});
+      return held ? (*held ? 1 : 0) : -1;
     },
     [this](r_end_atom)
       -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t> {

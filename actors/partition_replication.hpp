@@ -33,6 +33,13 @@
 //        is being filled (or not configured yet)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
+//   (r_tail) -> (end, origin and seq of the tx of the record at end - 1, term
+//        n and by of that record): asked of a copy its node retires
+//   (r_holds, LSN, origin, seq, term n, term by) -> 1 when this journal
+//        holds that record at that LSN (same transaction, same term), 0
+//        when it holds another or ends before it, -1 when it cannot tell
+//        (folded): asked of the primary before a retired copy is deleted
+//        (actors/copy_retirement.hpp)
 //   (r_seed, from node, offset, bytes, last, term n, term by) -> (end,
 //        status): a full copy of the primary's store, in order, for a copy
 //        its log cannot bring up to date (docs/REPLICATION.md, "Full copies")

@@ -91,6 +91,11 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           the cluster's. N > 1: each write is acknowledged
                           once a majority of the copies have it, and a dead
                           node's partitions fail over (docs/REPLICATION.md)
+  --stale-keep-hours H    n_val > 1: how long a copy set aside in
+                          DATA-DIR/stale/ (stale, or a retired copy not
+                          proven to be held by the primary) is kept for
+                          the operator before it is deleted (default 168;
+                          0 = for ever)
   --durability MODE       full | batch | periodic[:MS] | none (default
                           batch). full: a sync per commit; batch: a commit
                           is acknowledged after the group sync covering it;
@@ -274,6 +279,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.admin_socket = v == "none" ? std::string{} : v;
   } else if (key == "partitions") {
     cfg.partitions = static_cast<std::uint32_t>(parse_uint(key, v, 1u << 16));
+  } else if (key == "stale-keep-hours") {
+    cfg.stale_keep = std::chrono::hours(parse_uint(key, v, 24 * 365 * 100));
   } else if (key == "n-val") {
     cfg.n_val = static_cast<std::uint32_t>(parse_positive(key, v, 16));
   } else if (key == "durability") {

@@ -74,6 +74,64 @@ BOOST_AUTO_TEST_CASE(scratch_goes_a_finished_swap_drops_the_old_store_a_cut_one_
   BOOST_TEST(again->restored.empty());
 }
 
+// A retired copy that is dropped (actors/copy_retirement.hpp): deleted, or
+// moved to stale/ whole; a half-deleted one (<p>.dropped) is scratch at
+// the next start; a copy that is not there is an error, and nothing else
+// is touched.
+BOOST_AUTO_TEST_CASE(a_dropped_copy_is_deleted_or_kept_aside_and_a_half_dropped_one_is_scratch) {
+  store("replicas/5", "live5");
+  store("replicas/6", "live6");
+  store("replicas/7", "live7");
+  store("partitions/5", "owner5");
+  auto gone = drop_copy_folder(root.string(), 5, false, 111);
+  BOOST_REQUIRE_MESSAGE(gone, (gone ? "" : gone.err().to_string()));
+  BOOST_TEST(*gone == "deleted");
+  BOOST_TEST(!fs::exists(root / "replicas/5"));
+  BOOST_TEST(!fs::exists(root / "replicas/5.dropped"));
+  BOOST_TEST(tag_of("partitions/5") == "owner5"); // the owner's copy is not a replica's
+  auto aside = drop_copy_folder(root.string(), 6, true, 222);
+  BOOST_REQUIRE_MESSAGE(aside, (aside ? "" : aside.err().to_string()));
+  BOOST_TEST(*aside == (root / "stale/6.replicas.222").string());
+  BOOST_TEST(!fs::exists(root / "replicas/6"));
+  BOOST_TEST(tag_of("stale/6.replicas.222") == "live6");
+  auto missing = drop_copy_folder(root.string(), 8, false, 333);
+  BOOST_REQUIRE(!missing);
+  BOOST_TEST(missing.err().code() == errc::not_found);
+  // A stop between the rename and the deletion leaves <p>.dropped.
+  store("replicas/9.dropped", "half9");
+  auto r = tidy_copy_leftovers(root.string());
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!fs::exists(root / "replicas/9.dropped"));
+  BOOST_TEST(tag_of("replicas/7") == "live7");
+  BOOST_TEST(tag_of("stale/6.replicas.222") == "live6");
+}
+
+// Copies kept in stale/ are deleted once older than the keep time, by the
+// time in their name; a name tallyd did not give is left alone, and so is
+// everything younger.
+BOOST_AUTO_TEST_CASE(stale_copies_older_than_the_keep_time_are_deleted) {
+  const std::uint64_t hour = 3600ull * 1000 * 1000;
+  const std::uint64_t now = 1000 * hour;
+  store("stale/3.replicas." + std::to_string(now - 2 * hour), "old3");
+  store("stale/4.partitions." + std::to_string(now - 2 * hour - 1), "old4");
+  store("stale/5.replicas." + std::to_string(now - hour / 2), "young5");
+  store("stale/notes", "operator");
+  store("stale/6.replicas.soon", "operator");
+  auto gone = expire_stale_copies(root.string(), hour, now);
+  BOOST_REQUIRE_MESSAGE(gone, (gone ? "" : gone.err().to_string()));
+  BOOST_TEST(gone->size() == 2u);
+  BOOST_TEST(!fs::exists(root / ("stale/3.replicas." + std::to_string(now - 2 * hour))));
+  BOOST_TEST(!fs::exists(root / ("stale/4.partitions." + std::to_string(now - 2 * hour - 1))));
+  BOOST_TEST(tag_of("stale/5.replicas." + std::to_string(now - hour / 2)) == "young5");
+  BOOST_TEST(tag_of("stale/notes") == "operator");
+  BOOST_TEST(tag_of("stale/6.replicas.soon") == "operator");
+  // No stale/ folder at all: nothing to do.
+  fs::remove_all(root / "stale");
+  auto none = expire_stale_copies(root.string(), hour, now);
+  BOOST_REQUIRE(none);
+  BOOST_TEST(none->empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_data_dir_without_copy_folders_is_fine) {
   fs::create_directories(root);
   auto r = tidy_copy_leftovers(root.string());

@@ -273,6 +273,38 @@ struct copies_fixture {
     return std::nullopt;
   }
 
+  // Copy i retired by its membership (actors/copy_retirement.hpp): a
+  // replica of nobody, with no peers.
+  void retire(std::size_t i) {
+    (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
+                node_id{}, std::vector<node_id>{}, std::vector<caf::actor>{}, w, false);
+  }
+
+  struct tail {
+    std::uint64_t end = 0, o = 0, q = 0;
+    copy_term term;
+  };
+  // Copy i's journal end and its last record (r_tail).
+  tail tail_of(std::size_t i) {
+    tail out;
+    (*me)->request(copies[i], 1s, r_tail_atom::value)
+      .receive(
+        [&](std::uint64_t end, std::uint64_t o, std::uint64_t q, std::uint64_t tn,
+            node_id& tby) { out = tail{end, o, q, copy_term{tn, tby}}; },
+        [](caf::error&) {});
+    return out;
+  }
+
+  // Whether copy i holds the record at `at` with that transaction and term
+  // (r_holds): 1, 0, -1 (cannot tell), or -2 (no answer).
+  int holds(std::size_t i, std::uint64_t at, std::uint64_t o, std::uint64_t q,
+            const copy_term& t) {
+    int out = -2;
+    (*me)->request(copies[i], 1s, r_holds_atom::value, at, o, q, t.n, t.by)
+      .receive([&](std::int8_t h) { out = h; }, [](caf::error&) {});
+    return out;
+  }
+
   std::uint64_t slot(std::size_t i) const {
     return boards[i]->blocked_from[0].load(std::memory_order_acquire);
   }
@@ -705,6 +737,43 @@ BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) 
   };
   BOOST_TEST(send(t0) == static_cast<std::uint8_t>(repl_status::applied));
   BOOST_TEST(send(copy_term{t0.n + 1, t0.by}) == static_cast<std::uint8_t>(repl_status::diverged));
+}
+
+// A copy its node no longer needs (actors/copy_retirement.hpp): retired,
+// it takes no more batches and promises no take-over round, so it counts
+// in no quorum of its old copy set; the primary tells whether its journal
+// holds the retired copy's last record (the test the membership makes
+// before it deletes the copy): yes while the copy is a prefix of it, no
+// for another transaction or term at that LSN, or past the primary's end.
+BOOST_AUTO_TEST_CASE(a_retired_copy_takes_no_batch_promises_no_round_and_is_checked_against_the_primary) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1));
+  BOOST_REQUIRE(wait_end(2, status(0).second));
+  retire(2);
+  BOOST_REQUIRE(wait_role(2, "replica"));
+  const auto t = tail_of(2);
+  BOOST_REQUIRE(t.end > 1);
+  BOOST_TEST(holds(0, t.end - 1, t.o, t.q, t.term) == 1);
+
+  // Writes go on with copies 0 and 1 (w = 2); copy 2 takes none of them.
+  BOOST_REQUIRE(acknowledged(0, 10));
+  BOOST_REQUIRE(acknowledged(0, 100));
+  BOOST_REQUIRE(wait_end(1, status(0).second));
+  BOOST_TEST(status(2).second == t.end);
+  BOOST_TEST(status(0).second > t.end);
+  // Still a prefix of the primary's journal.
+  BOOST_TEST(holds(0, t.end - 1, t.o, t.q, t.term) == 1);
+  // Another transaction or another term at that LSN is not held; nor is a
+  // record past the primary's end.
+  BOOST_TEST(holds(0, t.end - 1, t.o, t.q + 1000, t.term) == 0);
+  BOOST_TEST(holds(0, t.end - 1, t.o, t.q, copy_term{t.term.n + 1, t.term.by}) == 0);
+  BOOST_TEST(holds(0, status(0).second, t.o, t.q, t.term) == 0);
+
+  // Copy 1 (its old peer) tries to take over: the retired copy promises
+  // nothing, and copy 0 keeps the promise of its own term.
+  auto [promised, held] = fence(2, copy_term{wall_clock_us() + 1000000, nodes[1]});
+  BOOST_TEST(!promised);
+  BOOST_TEST(read(0).value_or(-1) == 111);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

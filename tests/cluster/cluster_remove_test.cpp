@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -224,7 +225,175 @@ bool wait_gone(server& s, std::chrono::milliseconds limit) {
   }
 }
 
+// The copy folders in node data dir `dir`: partitions/<p> (the owner's)
+// and replicas/<p> (another node's), by partition.
+std::set<std::uint32_t> copy_folders(const std::string& dir) {
+  std::set<std::uint32_t> out;
+  for (const char* folder : {"partitions", "replicas"}) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator i{dir + "/" + folder, ec}, end; !ec && i != end;
+         i.increment(ec)) {
+      auto name = i->path().filename().string();
+      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos)
+        out.insert(static_cast<std::uint32_t>(std::stoul(name)));
+    }
+  }
+  return out;
+}
+
+// How many folders <dir>/stale holds (copies set aside).
+std::size_t stale_folders(const std::string& dir) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (std::filesystem::directory_iterator i{dir + "/stale", ec}, end; !ec && i != end;
+       i.increment(ec))
+    ++n;
+  return n;
+}
+
+// Waits (bounded) until every partition of `q` has exactly `copies` copy
+// folders over the nodes `live` of `cl`; the last count per partition that
+// differs, as text, when the limit passes ("" on success).
+std::string wait_copy_folders(const local_cluster& cl, const std::vector<std::size_t>& live,
+                              std::uint32_t q, std::size_t copies,
+                              std::chrono::milliseconds limit) {
+  auto deadline = clock_type::now() + limit;
+  for (;;) {
+    std::map<std::uint32_t, std::size_t> count;
+    for (auto i : live)
+      for (auto p : copy_folders(cl.dir_of(i)))
+        ++count[p];
+    std::string off;
+    for (std::uint32_t p = 0; p < q; ++p)
+      if (count[p] != copies)
+        off += " partition " + std::to_string(p) + ": " + std::to_string(count[p]);
+    if (off.empty())
+      return "";
+    if (clock_type::now() > deadline)
+      return off;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(copy_retirement_tests)
+
+// n_val 3: three nodes hold every partition; a fourth joins under load, and
+// each partition's copy set becomes 3 of the 4 nodes. The copies the first
+// three no longer need are retired and deleted once the new sets are
+// current (actors/copy_retirement.hpp): every partition ends with exactly 3
+// copy folders over the 4 data dirs, none set aside as stale, and every
+// acknowledged write reads back through every node, and through the three
+// left after one is killed. Then a node restarted with a leftover copy on
+// disk (a copy of a partition its set does not name, as a node stopped
+// before dropping it would have) opens it, retires it and deletes it.
+BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_needs) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
+    local_cluster cl{"batch"};
+    cl.extra = {"--n-val", "3"};
+    for (int i = 0; i < 3; ++i)
+      BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_settled());
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+    const auto before_keys = keys_named("before", 48);
+    writes before;
+    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
+    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+    BOOST_TEST(wait_copy_folders(cl, {0, 1, 2}, q, 3, std::chrono::milliseconds{1000}) == "");
+
+    const auto during_keys = keys_named("during", 48);
+    writes during;
+    std::thread load{write_load, cl.nodes[1]->port, std::cref(during_keys), rng.gen(),
+                     std::size_t{400}, std::ref(during)};
+    const bool joined = cl.add();
+    load.join();
+    BOOST_REQUIRE(joined);
+    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+    auto off = wait_copy_folders(cl, {0, 1, 2, 3}, q, 3, std::chrono::milliseconds{60000});
+    BOOST_TEST_REQUIRE(off == "", "copy folders per partition:" << off);
+    for (std::size_t n = 0; n < 4; ++n)
+      BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
+    BOOST_TEST(during.failures < 4u, during.first_failure);
+    for (std::size_t n = 0; n < 4; ++n) {
+      auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+      bad = check_values(cl.nodes[n]->port, during_keys, during, false);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+    }
+
+    // A leftover copy on disk at a start: node 1 gets a copy of a partition
+    // its set does not name, taken from a node that holds it as a replica,
+    // both stopped cleanly.
+    const auto on1 = copy_folders(cl.dir_of(1));
+    std::uint32_t p = q;
+    std::size_t from = 0;
+    for (std::uint32_t c = 0; c < q && p == q; ++c) {
+      if (on1.count(c) != 0)
+        continue;
+      for (std::size_t n : {0u, 2u, 3u})
+        if (std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(c))) {
+          p = c;
+          from = n;
+          break;
+        }
+    }
+    BOOST_REQUIRE_MESSAGE(p < q, "no partition outside node 1's copy sets held as a replica");
+    BOOST_TEST_MESSAGE("leftover: partition " << p << ", copied from node " << from);
+    BOOST_REQUIRE(cl.nodes[from]->stop(SIGTERM) == 0);
+    BOOST_REQUIRE(cl.nodes[1]->stop(SIGTERM) == 0);
+    std::filesystem::copy(cl.dir_of(from) + "/replicas/" + std::to_string(p),
+                          cl.dir_of(1) + "/replicas/" + std::to_string(p),
+                          std::filesystem::copy_options::recursive);
+    BOOST_REQUIRE(cl.restart(from));
+    BOOST_REQUIRE(cl.restart(1));
+    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+    off = wait_copy_folders(cl, {0, 1, 2, 3}, q, 3, std::chrono::milliseconds{60000});
+    BOOST_TEST_REQUIRE(off == "", "copy folders per partition after the restart:" << off);
+    BOOST_TEST(!std::filesystem::exists(cl.dir_of(1) + "/replicas/" + std::to_string(p)));
+    BOOST_TEST(stale_folders(cl.dir_of(1)) == 0u);
+
+    // What is left holds the data: with node 0 killed, the other three read
+    // every acknowledged value.
+    cl.nodes[0]->stop(SIGKILL);
+    BOOST_REQUIRE(cl.wait_serving({1, 2, 3}, std::chrono::milliseconds{30000}));
+    for (std::size_t n : {1u, 2u, 3u}) {
+      auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+      bad = check_values(cl.nodes[n]->port, during_keys, during, false);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+    }
+  }
+}
+
+// --stale-keep-hours: a node deletes the copies kept in <data-dir>/stale/
+// longer than that (by the time in their name) soon after it starts, and
+// keeps the younger ones.
+BOOST_AUTO_TEST_CASE(stale_copies_are_deleted_after_the_keep_time) {
+  temp_dir root;
+  server s{root.path + "/node", "batch"};
+  BOOST_REQUIRE(s.start());
+  BOOST_REQUIRE(s.stop(SIGTERM) == 0);
+  const std::uint64_t hour = 3600ull * 1000 * 1000;
+  const auto now = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count());
+  const auto old_copy = s.dir + "/stale/2.replicas." + std::to_string(now - 3 * hour);
+  const auto young_copy = s.dir + "/stale/5.replicas." + std::to_string(now - hour / 4);
+  for (const auto& d : {old_copy, young_copy})
+    std::filesystem::create_directories(d);
+  // Kept 1 hour: the old one goes, the young one stays.
+  BOOST_REQUIRE(s.start({"--stale-keep-hours", "1"}));
+  auto deadline = clock_type::now() + std::chrono::seconds{20};
+  while (std::filesystem::exists(old_copy) && clock_type::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  BOOST_TEST(!std::filesystem::exists(old_copy));
+  BOOST_TEST(std::filesystem::exists(young_copy));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cluster_remove_tests)
 
