@@ -178,5 +178,25 @@ status remove_partition_dir(const std::string& root, std::uint32_t p) {
   return {};
 }
 
+status keep_partition_as_copy(const std::string& root, std::uint32_t p) {
+  const fs::path copies = fs::path{root} / "replicas";
+  const auto to = copies / std::to_string(p);
+  std::error_code ec;
+  if (fs::exists(to, ec))
+    return make_error(errc::invalid_argument, to.string() + " exists");
+  fs::create_directories(copies, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot create " + copies.string() + ": " + ec.message());
+  if (auto st = manifest_remove(root, p); !st)
+    return st;
+  const auto from = partition_dir(root, p);
+  fs::rename(from, to, ec);
+  if (ec)
+    return make_error(errc::io_error,
+                      "cannot rename " + from + " to " + to.string() + ": " + ec.message());
+  if (auto st = sync_path(copies.string(), true); !st)
+    return st;
+  return sync_path((fs::path{root} / "partitions").string(), true);
+}
 
 } // namespace tally

@@ -74,5 +74,15 @@ expected<std::size_t> remove_handoff_leftovers(const std::string& root);
 /// so a crash halfway leaves a leftover, never a half partition).
 status remove_partition_dir(const std::string& root, std::uint32_t p);
 
+/// n_val > 1, after a handoff that leaves this node in the partition's copy
+/// set: the handed-off store becomes this node's replica copy instead of
+/// being deleted (<root>/partitions/<p> renamed <root>/replicas/<p>, unlisted
+/// from the manifest first): it holds everything the new owner received,
+/// so it follows the primary from there rather than being filled again
+/// from nothing (docs/REPLICATION.md, "Fills after joins").
+/// errc::invalid_argument when <root>/replicas/<p> exists; errc::io_error
+/// when the folder cannot be renamed.
+status keep_partition_as_copy(const std::string& root, std::uint32_t p);
+
 
 } // namespace tally

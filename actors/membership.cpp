@@ -30,6 +30,7 @@
 #include "actors/replication_status.hpp"
 #include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
+#include "replication/placement.hpp"
 
 namespace tally {
 
@@ -479,6 +480,17 @@ void handoff_failed(mem_self self, std::uint64_t attempt, const std::string& why
   st.out.reset();
 }
 
+// n_val > 1: after handing p off, this node stays in p's copy set and has
+// no other copy of it open or on disk.
+bool keeps_handed_off_store(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  if (!replicated(self) || !st.cfg.open_copy || (p < st.copies.size() && st.copies[p])
+      || (st.cfg.has_copy && st.cfg.has_copy(p)))
+    return false;
+  auto nodes = copy_nodes(*st.ring, p);
+  return std::find(nodes.begin(), nodes.end(), self_id(self)) != nodes.end();
+}
+
 void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handle) {
   auto& st = self->state;
   if (!current(self, attempt))
@@ -489,9 +501,33 @@ void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handl
   // The folder goes first: a crash after this point leaves the partition
   // only at the new owner (a leftover .old folder is deleted at startup; a
   // folder that could not be deleted is not served after a restart, see
-  // `unopened`).
-  if (auto s = remove_partition_dir(st.cfg.root, p); !s)
+  // `unopened`). With n_val > 1, a node still in the partition's copy set
+  // keeps the store as its replica copy: it holds everything the new owner
+  // received, so it need not be filled again from nothing (until stop 26
+  // it was deleted and an empty copy filled from the primary: a partition
+  // with one current copy the while, docs/REPLICATION.md).
+  caf::actor kept;
+  if (keeps_handed_off_store(self, p)) {
+    if (auto s = keep_partition_as_copy(st.cfg.root, p); !s) {
+      log(log_level::warn, "partition ", p, ": cannot keep the handed-off store as this "
+                           "node's copy (an empty copy is filled instead): ",
+          s.err().to_string());
+      if (auto r = remove_partition_dir(st.cfg.root, p); !r)
+        log(log_level::error, "partition ", p, ": ", r.err().to_string());
+    } else if (auto h = st.cfg.open_copy(p); !h) {
+      log(log_level::error, "partition ", p, ": cannot open the handed-off store as this "
+                            "node's copy: ", h.err().to_string());
+    } else {
+      kept = *h;
+    }
+  } else if (auto s = remove_partition_dir(st.cfg.root, p); !s) {
     log(log_level::error, "partition ", p, ": ", s.err().to_string());
+  }
+  if (kept) {
+    st.copies.resize(st.cfg.q);
+    st.copies[p] = kept;
+    log(log_level::info, "partition ", p, ": the handed-off store is kept as this node's copy");
+  }
   if (st.local[p]) {
     self->send(st.local[p], forward_atom::value, new_handle);
     st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());

@@ -240,8 +240,8 @@ struct local_cluster {
       }
     }
     // With replication, also n_val current copies of every partition: a
-    // copy opened empty after a join (a handoff leaves its sender an empty
-    // copy to fill) does not count until it has caught up, and while the
+    // copy opened empty after a join (one the join adds to a copy set) does
+    // not count until it has caught up, and while the
     // only current copy of a partition is on one node, a kill of that node
     // leaves the partition unserved until it is back (docs/REPLICATION.md,
     // "Failover").
