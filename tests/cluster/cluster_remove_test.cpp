@@ -287,7 +287,9 @@ BOOST_AUTO_TEST_SUITE(copy_retirement_tests)
 // acknowledged write reads back through every node, and through the three
 // left after one is killed. Then a node restarted with a leftover copy on
 // disk (a copy of a partition its set does not name, as a node stopped
-// before dropping it would have) opens it, retires it and deletes it.
+// before dropping it would have) opens it, retires it and deletes it. Last,
+// the fourth node leaves under writes: it stops by itself and the three
+// left hold every partition and every acknowledged write again.
 BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_needs) {
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
@@ -381,13 +383,51 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
     BOOST_TEST(stale_folders(cl.dir_of(1)) == 0u);
 
     // What is left holds the data: with node 0 killed, the other three read
-    // every acknowledged value.
+    // every acknowledged value; node 0 comes back.
     cl.nodes[0]->stop(SIGKILL);
     BOOST_REQUIRE(cl.wait_serving({1, 2, 3}, std::chrono::milliseconds{30000}));
     for (std::size_t n : {1u, 2u, 3u}) {
       auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
       BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
       bad = check_values(cl.nodes[n]->port, during_keys, during, false);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+    }
+    BOOST_REQUIRE(cl.restart(0));
+    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+
+    // Node 3 leaves under writes: it hands its partitions back and stops by
+    // itself, and the three left end with every partition again (3 copy
+    // folders each, none set aside) and every acknowledged write.
+    const auto leaving_keys = keys_named("leaving", 48);
+    writes leaving;
+    std::thread load2{write_load, cl.nodes[1]->port, std::cref(leaving_keys), rng.gen(),
+                      std::size_t{400}, std::ref(leaving)};
+    auto left = admin_of(cl, 0, "leave", {id_of(*cl.nodes[3])});
+    const bool exited = wait_gone(*cl.nodes[3], std::chrono::milliseconds{60000});
+    load2.join();
+    BOOST_TEST_REQUIRE(left.rfind("ERROR: ", 0) == std::string::npos, left);
+    BOOST_REQUIRE_MESSAGE(exited, "node 3 did not stop after leaving");
+    std::string last;
+    BOOST_TEST_REQUIRE(wait_status(
+                         cl, {0, 1, 2},
+                         [](const std::string& st) {
+                           return st.find("copies: every partition has 3 current copies")
+                                    != std::string::npos
+                                  && st.find("handoff in progress") == std::string::npos;
+                         },
+                         std::chrono::milliseconds{60000}, last),
+                       last);
+    off = wait_copy_folders(cl, {0, 1, 2}, q, 3, std::chrono::milliseconds{60000});
+    BOOST_TEST(off == "", "copy folders per partition after the leave:" << off);
+    for (std::size_t n = 0; n < 3; ++n)
+      BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
+    BOOST_TEST(leaving.failures < 4u, leaving.first_failure);
+    for (std::size_t n = 0; n < 3; ++n) {
+      auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+      bad = check_values(cl.nodes[n]->port, during_keys, during, false);
+      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+      bad = check_values(cl.nodes[n]->port, leaving_keys, leaving, false);
       BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
     }
   }
