@@ -67,6 +67,8 @@ using r_fence_atom = caf::atom_constant<caf::atom("r_fence")>;
 using r_status_atom = caf::atom_constant<caf::atom("r_status")>;
 // A primary's own reminder to send again to copies that refused a batch.
 using r_pump_atom = caf::atom_constant<caf::atom("r_pump")>;
+// A primary renews its read lease (actors/partition_replication.hpp).
+using r_lease_atom = caf::atom_constant<caf::atom("r_lease")>;
 // Retiring a copy its node no longer needs (actors/copy_retirement.hpp):
 // the copy's last record, and whether the primary holds that record.
 using r_tail_atom = caf::atom_constant<caf::atom("r_tail")>;

@@ -802,7 +802,10 @@ void warn_if_holding(partition_self self) {
   auto& st = self->state;
   constexpr std::uint64_t held_limit_us = 10'000'000;
   const std::uint64_t prepared = st.core->blocked_from();
-  const std::uint64_t visible = st.repl.visible_below();
+  // 0 (a new primary's first round trip, or a read lease run out) holds
+  // only this partition's reads, not the node's stable time (publish).
+  const std::uint64_t v = st.repl.visible_below();
+  const std::uint64_t visible = v == 0 ? UINT64_MAX : v;
   const std::uint64_t held = std::min(prepared, visible);
   const auto now = std::chrono::steady_clock::now();
   if (held == UINT64_MAX || held + held_limit_us > wall_clock_us()
@@ -882,6 +885,7 @@ void serve_call(partition_self self, part_read_call& call) {
   auto& st = self->state;
   if (st.mode != partition_mode::serving || !st.repl.serves_clients())
     return via_mailbox(self, std::move(call.req), std::move(call.reply));
+  st.repl.note_read(self); // keeps the read lease (replicated primary)
   if (readable(self, call.req))
     return call.reply(serve(*st.core, call.req));
   if (auto full = parked_reads_full(self))
@@ -1001,6 +1005,7 @@ caf::behavior partition_fn(partition_self self,
       auto req = decode_wire<part_read_req>(bytes);
       if (!req)
         return encode_wire(part_read_resp{req.err(), {}});
+      st.repl.note_read(self); // keeps the read lease (replicated primary)
       if (readable(self, *req))
         return encode_wire(serve(*st.core, *req));
       if (auto full = parked_reads_full(self))

@@ -1,6 +1,7 @@
 #include "actors/partition_replication.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,14 @@ constexpr std::uint64_t no_prev = UINT64_MAX;
 // being filled (or not yet configured, so it cannot tell): its promise
 // counts only when every other copy promised too.
 constexpr std::uint8_t filling_flag = 0x80;
+// Set in the role an r_fence refusal carries when the copy refused because
+// it granted another copy a read lease that still holds: the round is
+// retried once it runs out.
+constexpr std::uint8_t leased_flag = 0x40;
+// What the primary counts of a grant: 9/10 of read_lease from when it
+// sent, less 5 ms.
+constexpr auto counted_lease =
+  partition_replication::read_lease * 9 / 10 - std::chrono::milliseconds{5};
 
 std::pair<std::uint64_t, std::uint64_t> wire_prev(const std::optional<tx_id>& t, bool known) {
   if (!known)
@@ -304,9 +313,11 @@ void partition_replication::on_ack(caf::event_based_actor* self, const node_id& 
   switch (status) {
     case repl_status::applied:
       progress_->acked(node, end);
+      granted(*p, p->sent_at);
       break;
     case repl_status::gap:
       progress_->rewound(node, end);
+      granted(*p, p->sent_at);
       break;
     case repl_status::diverged:
     case repl_status::folded:
@@ -349,10 +360,15 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
                             + ": the write is durable here but did not reach "
                             + std::to_string(w_) + " copies in time; its outcome is "
                               "unknown: retry with the same op ids"));
-    for (auto& p : peers_)
+    for (auto& p : peers_) {
       if (p.in_flight && now - p.sent_at > 2 * link_timeout)
         p.in_flight = false;
+      if (p.lease_in_flight && now - p.sent_at > 2 * link_timeout)
+        p.lease_in_flight = false;
+    }
     pump(self, core);
+    if (now - last_read_ < 2 * read_lease && leased_until_ - now < read_lease / 2)
+      renew_lease(self);
   } else if (role_ == copy_role::promoting) {
     promote(self, core);
   } else if (role_ == copy_role::replica && wants_primary_
@@ -399,8 +415,10 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     peer_link l;
     l.node = peers[i];
     l.handle = handles[i];
-    if (auto* old = find_peer(peers[i]); old && old->handle == handles[i])
+    if (auto* old = find_peer(peers[i]); old && old->handle == handles[i]) {
       l.stale = old->stale;
+      l.lease_until = old->lease_until;
+    }
     links.push_back(std::move(l));
   }
   for (auto& old : peers_)
@@ -583,6 +601,18 @@ void partition_replication::send_seed_chunk(caf::event_based_actor* self, const 
 void partition_replication::promote(caf::event_based_actor* self, partition_core& core) {
   if (promote_round_ == epoch_)
     return; // a round of this configuration is still out (the tick retries)
+  if (leased_to_other(self_node_)) {
+    // This copy granted another copy a read lease that still holds: that
+    // copy may be serving reads, so no round starts before it runs out
+    // (docs/REPLICATION.md, "Read leases").
+    if (!pump_scheduled_) {
+      pump_scheduled_ = true;
+      self->delayed_send(self, granted_until_ - std::chrono::steady_clock::now()
+                                 + std::chrono::milliseconds{1},
+                         r_pump_atom::value);
+    }
+    return;
+  }
   promote_round_ = epoch_;
   // Every acknowledged write is on w of the n copies; the copies that
   // promise this round's term, this one included, are n - w + 1 or more:
@@ -603,6 +633,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     std::size_t filling = 0; // of those answered: copies being filled
     bool finished = false;   // decided (late answers change nothing)
     bool higher = false; // a refusal named a term above this round's
+    bool leased = false; // a copy refused: it granted another a read lease
     // The copy with the most up-to-date journal: the highest term of its
     // last record, then the longest (Raft's election restriction,
     // Ongaro and Ousterhout 2014, Sec. 5.4.1); this copy on a tie.
@@ -650,10 +681,13 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       promote_round_ = 0; // the next tick asks again
       fence_.abandon_round(term_);
       save_promise(c);
-      log(log_level::warn, "partition ", c->index(), ": cannot take over yet: ",
-          r->answered, " of the ", need, " other copies needed promised term ",
-          term_.to_string(), (r->higher ? " (a higher term was promised)" : ""), "; retrying");
-      if (r->higher && !pump_scheduled_) {
+      log(r->leased ? log_level::debug : log_level::warn, "partition ", c->index(),
+          ": cannot take over yet: ", r->answered, " of the ", need,
+          " other copies needed promised term ", term_.to_string(),
+          (r->higher ? " (a higher term was promised)" : ""),
+          (r->leased ? " (a read lease granted to another copy still holds)" : ""),
+          "; retrying");
+      if ((r->higher || r->leased) && !pump_scheduled_) {
         // Soon again, under a term above the one they named.
         pump_scheduled_ = true;
         self->delayed_send(self, refused_retry, r_pump_atom::value);
@@ -719,6 +753,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
                            node_id& tby, std::uint64_t pn, node_id& pby) {
           if (!promised) {
             ++r->refused;
+            if (role & leased_flag)
+              r->leased = true;
             copy_term theirs{pn, std::move(pby)};
             if (term_ < theirs)
               r->higher = true; // else: stale, or no copy open there (handed off)
@@ -850,6 +886,12 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
     return;
   }
   const bool was = role_ == copy_role::primary;
+  if (!was) {
+    // Its read lease is earned anew, from the copies' grants to it.
+    leased_until_ = {};
+    for (auto& p : peers_)
+      p.lease_until = {};
+  }
   progress_ = std::move(*prog);
   progress_->local_durable(core.log_end());
   if (after_round) {
@@ -978,6 +1020,85 @@ bool partition_replication::save_promise(partition_core* c) {
   return true;
 }
 
+void partition_replication::grant_lease(const node_id& from) {
+  granted_to_ = from;
+  granted_until_ = std::chrono::steady_clock::now() + read_lease;
+}
+
+bool partition_replication::leased_to_other(const node_id& to) const {
+  return std::chrono::steady_clock::now() < granted_until_ && granted_to_ != to;
+}
+
+void partition_replication::granted(peer_link& p, std::chrono::steady_clock::time_point sent) {
+  p.lease_until = std::max(p.lease_until, sent + counted_lease);
+  if (w_ <= 1)
+    return;
+  // The lease holds while w - 1 copies' grants do (with this copy, w): any
+  // round's n - w + 1 promisers meet them, and each refuses until its
+  // grant has run out (later than counted here).
+  std::vector<std::chrono::steady_clock::time_point> until;
+  for (const auto& q : peers_)
+    if (q.handle)
+      until.push_back(q.lease_until);
+  if (until.size() + 1 < w_)
+    return;
+  std::nth_element(until.begin(), until.begin() + (w_ - 2), until.end(),
+                   std::greater<>{});
+  const auto now = std::chrono::steady_clock::now();
+  const bool lapsed = leased_until_ <= now;
+  leased_until_ = until[w_ - 2];
+  if (lapsed && leased_until_ > now && on_visible_)
+    on_visible_(); // the reads parked for it are served now
+}
+
+void partition_replication::note_read(caf::event_based_actor* self) {
+  if (role_ != copy_role::primary || w_ <= 1)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  last_read_ = now;
+  if (leased_until_ - now < read_lease / 2)
+    renew_lease(self);
+}
+
+void partition_replication::renew_lease(caf::event_based_actor* self) {
+  if (role_ != copy_role::primary || w_ <= 1)
+    return;
+  const auto epoch = epoch_;
+  for (auto& p : peers_) {
+    if (!p.handle || p.lease_in_flight)
+      continue;
+    p.lease_in_flight = true;
+    const auto sent = std::chrono::steady_clock::now();
+    const node_id node = p.node;
+    self->request(p.handle, link_timeout, r_lease_atom::value, self_node_, term_.n, term_.by)
+      .then(
+        [this, self, epoch, node, sent](bool ok, std::uint64_t pn, node_id& pby) {
+          if (epoch != epoch_)
+            return;
+          auto* q = find_peer(node);
+          if (!q)
+            return;
+          q->lease_in_flight = false;
+          copy_term theirs{pn, std::move(pby)};
+          fence_.saw(theirs);
+          if (ok) {
+            granted(*q, sent);
+          } else if (term_ < theirs) {
+            // That copy promised a higher term: another copy took over.
+            log(log_level::warn, "partition ", index_, ": the copy on ", node,
+                " promised a higher term than this primary's (", term_.to_string(), ")");
+            step_down(self, copy_term{});
+          }
+        },
+        [this, epoch, node](caf::error&) {
+          if (epoch != epoch_)
+            return;
+          if (auto* q = find_peer(node))
+            q->lease_in_flight = false;
+        });
+  }
+}
+
 std::string partition_replication::describe() const {
   std::ostringstream os;
   os << to_string(role_);
@@ -987,6 +1108,8 @@ std::string partition_replication::describe() const {
     os << " (filling)";
   if (role_ == copy_role::primary && progress_) {
     os << ", term " << term_.to_string() << ", w " << w_;
+    if (w_ > 1 && std::chrono::steady_clock::now() >= leased_until_)
+      os << ", read lease run out";
     for (const auto& p : peers_)
       os << "; " << p.node << (p.handle ? "" : " (down)") << (p.stale ? " (stale)" : "")
          << " at " << progress_->end_of(p.node);
@@ -1002,6 +1125,10 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     // What this copy promised before a restart, and the term it last wrote
     // under (a copy that took a batch of term t had promised t).
     fence_.restore(c->promised_term(), c->last_term());
+    // A read lease granted before a restart is not known: for read_lease
+    // from its start this copy promises no round (docs/REPLICATION.md,
+    // "Read leases").
+    grant_lease(node_id{"?"});
   }
   return {
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
@@ -1031,6 +1158,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         return answer(end, repl_status::refused);
       if (role_ != copy_role::replica || from != primary_)
         return answer(end, repl_status::refused);
+      grant_lease(from);
       auto b = decode_batch(bytes);
       if (!b) {
         log(log_level::warn, "partition ", c->index(), ": bad batch from ", from, ": ",
@@ -1133,6 +1261,21 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
           " (journal end ", *end, ")");
       return {*end, status(repl_status::applied)};
     },
+    // A primary renews its read lease (docs/REPLICATION.md, "Read leases"):
+    // granted as with a batch, by a replica of that primary.
+    [this](r_lease_atom, node_id& from, std::uint64_t term_n, node_id& term_by)
+      -> std::tuple<bool, std::uint64_t, node_id> {
+      auto* c = core_();
+      auto answer = [this](bool ok) -> std::tuple<bool, std::uint64_t, node_id> {
+        return {ok, fence_.promised().n, fence_.promised().by};
+      };
+      if (!c || !fence_.admits(copy_term{term_n, std::move(term_by)}) || !save_promise(c))
+        return answer(false);
+      if (role_ != copy_role::replica || from != primary_)
+        return answer(false);
+      grant_lease(from);
+      return answer(true);
+    },
     [this, self](r_pump_atom) {
       pump_scheduled_ = false;
       auto* c = core_();
@@ -1162,11 +1305,17 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
                                                       [&](const peer_link& l) {
                                                         return l.node == t.by;
                                                       });
-      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !member
+      // A read lease this copy granted another copy still holds: that copy
+      // may be serving reads, so no other round gets this promise before it
+      // runs out (docs/REPLICATION.md, "Read leases").
+      const bool leased = leased_to_other(t.by);
+      if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !member || leased
           || !fence_.promise(t) || !save_promise(c)) {
         const auto& p = fence_.promised();
-        return {false, 0, static_cast<std::uint8_t>(role_), no_prev, no_prev, 0, node_id{},
-                p.n, p.by};
+        return {false, 0,
+                static_cast<std::uint8_t>(static_cast<std::uint8_t>(role_)
+                                          | (leased ? leased_flag : 0)),
+                no_prev, no_prev, 0, node_id{}, p.n, p.by};
       }
       if (role_ == copy_role::primary || role_ == copy_role::promoting) {
         step_down(self, t);

@@ -33,6 +33,9 @@
 //        is being filled (or not configured yet)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
+//   (r_lease, from node, term n, term by) -> (granted, promised term n, by):
+//        a primary renews its read lease without a batch; granted by a
+//        replica of that primary (docs/REPLICATION.md, "Read leases")
 //   (r_tail) -> (end, origin and seq of the tx of the record at end - 1, term
 //        n and by of that record): asked of a copy its node retires
 //   (r_holds, LSN, origin, seq, term n, term by) -> 1 when this journal
@@ -79,6 +82,13 @@ enum class repl_status : std::uint8_t {
 
 class partition_replication {
 public:
+  /// How long a replica's grant of a read lease to its primary holds
+  /// (docs/REPLICATION.md, "Read leases"): it promises no other copy's
+  /// take-over round for this long after it took a batch (or a renewal)
+  /// from it, or after it opened. The primary counts 9/10 of it from when
+  /// it sent, less 5 ms (clock rates differ). A failover waits for it.
+  static constexpr std::chrono::milliseconds read_lease{500};
+
   /// A held write's answer: nullopt for success, else the error.
   using answer_fn = std::function<void(std::optional<error>)>;
 
@@ -110,8 +120,17 @@ public:
   /// every snapshot, after a take-over round until the new term's record is
   /// on w copies).
   std::uint64_t visible_below() const noexcept {
+    // A primary whose read lease has run out serves no snapshot until its
+    // copies grant it again (docs/REPLICATION.md, "Read leases").
+    if (role_ == copy_role::primary && w_ > 1
+        && std::chrono::steady_clock::now() >= leased_until_)
+      return 0;
     return unreplicated_.empty() ? UINT64_MAX : unreplicated_.front().second;
   }
+  /// A read reached this copy: as a primary it keeps its read lease
+  /// renewed while reads come (docs/REPLICATION.md, "Read leases"), and
+  /// asks its copies at once when the lease has run out or is half gone.
+  void note_read(caf::event_based_actor* self);
   /// Called when visible_below() rises (the partition retries its reads).
   void on_visible(std::function<void()> fn) { on_visible_ = std::move(fn); }
   /// Called when this copy stops serving clients (it no longer leads): the
@@ -179,6 +198,11 @@ private:
     bool in_flight = false;
     bool stale = false;     // cannot follow from the log: needs a full copy
     std::chrono::steady_clock::time_point sent_at{};
+    // Read leases: until when this copy's last grant holds, as the primary
+    // counts it (from when it sent, shortened by the drift margin), and
+    // whether a renewal (r_lease) is out.
+    std::chrono::steady_clock::time_point lease_until{};
+    bool lease_in_flight = false;
   };
   struct held_write {
     answer_fn answer;
@@ -214,6 +238,19 @@ private:
   // leads (its held writes' outcome is unknown) and follows `by`.
   void step_down(caf::event_based_actor* self, const copy_term& by);
   void report_stale(caf::event_based_actor* self, partition_core& core, const std::string& why);
+  // Read leases (docs/REPLICATION.md, "Read leases").
+  // A replica grants its primary `from` a lease: it promises no other
+  // copy's take-over round for read_lease from now.
+  void grant_lease(const node_id& from);
+  // Whether this copy promised a lease to a copy other than `to` that
+  // still holds.
+  bool leased_to_other(const node_id& to) const;
+  // The primary: a grant from `p` counted from `sent`; recomputes the
+  // lease (the (w - 1)-th latest grant) and retries the parked reads when
+  // it starts to hold again.
+  void granted(peer_link& p, std::chrono::steady_clock::time_point sent);
+  // The primary asks every reachable copy to renew its grant (r_lease).
+  void renew_lease(caf::event_based_actor* self);
   peer_link* find_peer(const node_id& n);
 
   copy_role role_ = copy_role::solo;
@@ -267,6 +304,14 @@ private:
   // answers a round as a filling copy.
   bool configured_ = false;
   std::chrono::steady_clock::time_point stepped_down_at_{};
+  // Read leases. As a primary: until when it may serve reads, and when the
+  // last read came. As a replica: until when, and to whom, it promised to
+  // promise no other round (from its start: a lease it granted before a
+  // restart is not known).
+  std::chrono::steady_clock::time_point leased_until_{};
+  std::chrono::steady_clock::time_point last_read_{};
+  std::chrono::steady_clock::time_point granted_until_{};
+  node_id granted_to_;
 };
 
 } // namespace tally

@@ -161,6 +161,15 @@ struct copies_fixture {
     return out;
   }
 
+  // A copy promises no other copy's round for read_lease after it opened
+  // or last took a batch from its primary (docs/REPLICATION.md, "Read
+  // leases"): tests of what it promises wait that long first, so that a
+  // refusal is the rule under test and not the lease. (A fixed time by
+  // design, nothing to poll.)
+  static void wait_lease_out() {
+    std::this_thread::sleep_for(partition_replication::read_lease + 50ms);
+  }
+
   bool wait_role(std::size_t i, const std::string& role) {
     for (int n = 0; n < 250; ++n) { // 5 s
       if (status(i).first == role)
@@ -684,9 +693,11 @@ BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_cop
 BOOST_AUTO_TEST_CASE(a_copy_keeps_its_promise_across_a_restart) {
   const copy_term high{5'000'000'000'000'000ULL, "tally@127.0.0.1:9"};
   const copy_term low{high.n - 1, "tally@127.0.0.1:8"};
+  wait_lease_out();
   auto first = fence(1, high);
   BOOST_REQUIRE(first.first);
   restart(1);
+  wait_lease_out();
   auto after = fence(1, low);
   BOOST_TEST(!after.first, "the restarted copy promised a lower term");
   BOOST_TEST(after.second == high);
@@ -694,6 +705,7 @@ BOOST_AUTO_TEST_CASE(a_copy_keeps_its_promise_across_a_restart) {
   const copy_term higher{high.n + 1, "tally@127.0.0.1:8"};
   BOOST_TEST(fence(1, higher).first);
   restart(1);
+  wait_lease_out();
   BOOST_TEST(!fence(1, high).first);
 }
 
@@ -707,10 +719,12 @@ BOOST_AUTO_TEST_CASE(a_copy_promises_only_to_a_copy_of_its_own_copy_set) {
   start_with_copy_0_leading();
   BOOST_REQUIRE(acknowledged(0, 1));
   const auto high = term_of(0) + 1000;
+  wait_lease_out(); // copy 1's grant to copy 0 ran out: only the copy-set rule refuses
   auto outsider = fence(1, copy_term{high, "tally@127.0.0.1:9"});
   BOOST_TEST(!outsider.first, "a copy promised a round of a node outside its copy set");
   BOOST_TEST(wait_role(0, "primary")); // the primary leads on
   BOOST_TEST(acknowledged(0, 2));      // and gets writes on 2 copies
+  wait_lease_out();
   auto member = fence(1, copy_term{high + 1, nodes[2]});
   BOOST_TEST(member.first);
 }
@@ -737,6 +751,46 @@ BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) 
   };
   BOOST_TEST(send(t0) == static_cast<std::uint8_t>(repl_status::applied));
   BOOST_TEST(send(copy_term{t0.n + 1, t0.by}) == static_cast<std::uint8_t>(repl_status::diverged));
+}
+
+// Read leases (docs/REPLICATION.md, "Read leases"): a primary that never
+// sees its links drop, while its copies were told it is down and another
+// copy took over, must not go on answering reads from its own state. The
+// copies granted it a lease with every batch they took and promise no
+// other copy's round until it runs out; it serves reads only while w - 1
+// copies' grants (counted from when it sent) last, and renews them only
+// with copies that still follow it. Before, copy 0 answered 1 here long
+// after +10 had been acknowledged by copies 1 and 2 (it learnt of the new
+// primary only at its next write).
+BOOST_AUTO_TEST_CASE(a_primary_cut_off_without_knowing_it_stops_serving_reads_before_another_leads) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1));
+  BOOST_REQUIRE(read(0).value_or(-1) == 1);
+  // Copies 1 and 2 are told copy 0 is down; copy 0 is told nothing.
+  const auto cut = std::chrono::steady_clock::now();
+  configure(2, copy_role::replica, 1, {false, true, true});
+  configure(1, copy_role::primary, 1, {false, true, true});
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  const auto took_over = std::chrono::steady_clock::now();
+  BOOST_REQUIRE(acknowledged(1, 10)); // on copies 1 and 2
+  BOOST_TEST_MESSAGE("copy 1 led "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(took_over - cut)
+                          .count()
+                     << " ms after the cut");
+  BOOST_TEST((took_over - cut >= partition_replication::read_lease / 2),
+             "copy 1 led before copy 2's grant to copy 0 could have run out");
+  // Copy 0 never serves the value without the acknowledged write (it
+  // refuses, or, once it has asked its copies, steps down).
+  for (int n = 0; n < 10; ++n) {
+    auto v = read(0);
+    BOOST_TEST((!v || *v == 11),
+               "copy 0 served " << v.value_or(-1) << " after 11 was acknowledged");
+  }
+  // Its membership learns of copy 1 at last.
+  configure(0, copy_role::replica, 1);
+  configure(2, copy_role::replica, 1);
+  configure(1, copy_role::primary, 1);
+  BOOST_TEST(read_once_served(1).value_or(-1) == 11);
 }
 
 // A copy its node no longer needs (actors/copy_retirement.hpp): retired,
