@@ -1,8 +1,8 @@
 #include "actors/partition_replication.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -363,8 +363,6 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
     for (auto& p : peers_) {
       if (p.in_flight && now - p.sent_at > 2 * link_timeout)
         p.in_flight = false;
-      if (p.lease_in_flight && now - p.sent_at > 2 * link_timeout)
-        p.lease_in_flight = false;
     }
     pump(self, core);
     if (now - last_read_ < 2 * read_lease && leased_until_ - now < read_lease / 2)
@@ -936,8 +934,10 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
   set_role(copy_role::primary);
   core.keep_flushed(true);
   last_tx_known_ = false;
-  for (auto& p : peers_)
+  for (auto& p : peers_) {
     p.in_flight = false;
+    p.lease_in_flight = false;
+  }
   if (!was)
     log(log_level::info, "partition ", core.index(), ": primary (", peers_.size(),
         " other copies, w = ", w_, ", journal end ", core.log_end(), ", term ",
@@ -1073,12 +1073,11 @@ void partition_replication::renew_lease(caf::event_based_actor* self) {
     self->request(p.handle, link_timeout, r_lease_atom::value, self_node_, term_.n, term_.by)
       .then(
         [this, self, epoch, node, sent](bool ok, std::uint64_t pn, node_id& pby) {
-          if (epoch != epoch_)
-            return;
           auto* q = find_peer(node);
-          if (!q)
+          if (q)
+            q->lease_in_flight = false;
+          if (!q || epoch != epoch_)
             return;
-          q->lease_in_flight = false;
           copy_term theirs{pn, std::move(pby)};
           fence_.saw(theirs);
           if (ok) {
@@ -1090,9 +1089,7 @@ void partition_replication::renew_lease(caf::event_based_actor* self) {
             step_down(self, copy_term{});
           }
         },
-        [this, epoch, node](caf::error&) {
-          if (epoch != epoch_)
-            return;
+        [this, node](caf::error&) {
           if (auto* q = find_peer(node))
             q->lease_in_flight = false;
         });
