@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -142,6 +143,9 @@ struct partition_state {
   std::shared_ptr<background_syncer> syncer;
   bool sync_running = false;
   std::deque<std::pair<lsn, std::vector<partition_replication::answer_fn>>> awaiting_sync;
+  // A replica's batches waiting for a sync before they are acknowledged to
+  // the primary (partition_replication::on_needs_sync): (batch end, then).
+  std::deque<std::pair<lsn, std::function<void(status)>>> replica_awaiting_sync;
   static inline const char* name = "partition";
 };
 
@@ -284,10 +288,20 @@ void on_synced(partition_self self, lsn upto, status outcome) {
     for (auto& [end, answers] : failed)
       for (auto& a : answers)
         a(st_ok.err());
+    auto replicated = std::move(st.replica_awaiting_sync);
+    st.replica_awaiting_sync.clear();
+    for (auto& [end, then] : replicated)
+      then(st_ok);
     publish(self);
     return;
   }
   const lsn durable = st.core->durable_end();
+  while (!st.replica_awaiting_sync.empty()
+         && st.replica_awaiting_sync.front().first <= durable) {
+    auto then = std::move(st.replica_awaiting_sync.front().second);
+    st.replica_awaiting_sync.pop_front();
+    then(status{});
+  }
   std::vector<partition_replication::answer_fn> ready;
   while (!st.awaiting_sync.empty() && st.awaiting_sync.front().first <= durable) {
     for (auto& a : st.awaiting_sync.front().second)
@@ -299,7 +313,8 @@ void on_synced(partition_self self, lsn upto, status outcome) {
     st.repl.flushed(self, *st.core, std::move(ready));
   redrive_ready(self);
   retry_reads(self);
-  if (st.core->has_unsynced() || !st.awaiting_sync.empty())
+  if (st.core->has_unsynced() || !st.awaiting_sync.empty()
+      || !st.replica_awaiting_sync.empty())
     start_sync(self);
 }
 
@@ -942,6 +957,19 @@ caf::behavior partition_fn(partition_self self,
   if (replicated)
     self->state.repl.start_following();
   self->state.repl.on_reopen([self](const std::string& dir) { return take_full_copy(self, dir); });
+  // A replica's batch is acknowledged once a sync covers it; with sync
+  // threads the sync runs there (one for every batch applied meanwhile),
+  // not on the shard (docs/REPLICATION.md, "Acknowledgement and
+  // visibility").
+  self->state.repl.on_needs_sync([self](lsn end, std::function<void(status)> then) {
+    auto& st = self->state;
+    if (!st.core || !st.syncer) {
+      then(st.core ? st.core->sync() : status{make_error(errc::unavailable, "closed")});
+      return;
+    }
+    st.replica_awaiting_sync.emplace_back(end, std::move(then));
+    start_sync(self);
+  });
   // A replica's prepared set changes with the batches it applies: its slot
   // follows (before this, a copy that had led kept the slot it last
   // published as primary, a prepare time from the moment of a fault, and

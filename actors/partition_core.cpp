@@ -1134,7 +1134,11 @@ expected<lsn> partition_core::apply_replicated(const replication_batch& b) {
   }
   auto range = log_->append(staged_);
   status synced;
-  if (range && log_->mode() == durability::batch)
+  // Synced here, unless the sync threads do it (options.sync_elsewhere):
+  // then the copy answers its primary once a sync covers the batch
+  // (partition_replication::on_needs_sync), and its shard never waits
+  // for the disk.
+  if (range && log_->mode() == durability::batch && !opts_.sync_elsewhere)
     synced = log_->sync();
   if (!range || !synced || range->first != end) {
     failed_ = !range    ? range.err()

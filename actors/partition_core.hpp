@@ -403,7 +403,9 @@ public:
   /// holds a record that does not fit the state (a commit of a transaction
   /// not prepared here); errc::unavailable when the partition is stopped.
   /// A failed append stops the partition (fail-stop: a restart recovers
-  /// from the journal and catches up again).
+  /// from the journal and catches up again). In durability batch the
+  /// batch is synced before it returns, unless options.sync_elsewhere:
+  /// then it is durable once a sync_job() covers it (durable_end()).
   expected<lsn> apply_replicated(const replication_batch& b);
 
   /// Replica side, before apply_replicated: are the records of `b` below

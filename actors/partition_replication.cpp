@@ -1140,10 +1140,10 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
                  std::uint64_t prev_s, std::uint64_t prev_term_n, node_id& prev_term_by,
                  std::uint64_t term_n, node_id& term_by)
-      -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
+      -> caf::result<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
       auto* c = core_();
       auto answer = [this](std::uint64_t end, repl_status s)
-        -> std::tuple<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
+        -> caf::result<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
         return {end, static_cast<std::uint8_t>(s), fence_.promised().n, fence_.promised().by};
       };
       if (!c)
@@ -1193,6 +1193,19 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       if (!applied) {
         report_stale(self, *c, applied.err().to_string());
         return answer(end, repl_status::diverged);
+      }
+      if (needs_sync_ && c->log().mode() == durability::batch && *applied > c->durable_end()) {
+        // Acknowledged once durable, by a sync on the sync threads: the
+        // shard goes on meanwhile (it used to wait for this copy's fsync,
+        // every other partition on it with it).
+        auto rp = self->make_response_promise();
+        const lsn upto = *applied;
+        needs_sync_(upto, [this, rp, upto](status outcome) mutable {
+          const auto s = outcome ? repl_status::applied : repl_status::refused;
+          rp.deliver(upto, static_cast<std::uint8_t>(s), fence_.promised().n,
+                     fence_.promised().by);
+        });
+        return rp;
       }
       return answer(*applied, repl_status::applied);
     },

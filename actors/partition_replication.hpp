@@ -165,6 +165,14 @@ public:
   /// place of the copy's folder, reopens, and returns the new journal end.
   using reopen_fn = std::function<expected<lsn>(const std::string& copy_dir)>;
   void on_reopen(reopen_fn fn) { reopen_ = std::move(fn); }
+  /// How a replica makes a batch it applied durable when its journal is
+  /// synced on the sync threads (durability batch,
+  /// partition_options::sync_elsewhere): `done` runs on the partition's
+  /// thread once a sync covers LSNs below `end`, with its outcome; the
+  /// batch is acknowledged to the primary only then. Unset: the batch was
+  /// synced when it was applied.
+  using sync_fn = std::function<void(lsn end, std::function<void(status)> done)>;
+  void on_needs_sync(sync_fn fn) { needs_sync_ = std::move(fn); }
 
   /// Answers every held write with `err` (shutdown, handoff, demotion).
   void fail_held(const error& err);
@@ -273,6 +281,7 @@ private:
   std::function<void()> on_role_changed_;
   std::function<void()> on_needs_flush_;
   reopen_fn reopen_;
+  sync_fn needs_sync_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
   caf::actor membership_;
