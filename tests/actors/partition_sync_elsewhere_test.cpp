@@ -201,4 +201,36 @@ BOOST_AUTO_TEST_CASE(a_reopened_journal_holds_every_synced_commit) {
   BOOST_CHECK_EQUAL(value_at(*c, "x", t), 9);
 }
 
+// A replica's batch (apply_replicated) is not synced on the thread that
+// applies it when syncs run elsewhere: its durable end stays below the
+// batch until a sync job covers it, and the copy answers its primary only
+// then (partition_replication::on_needs_sync; docs/REPLICATION.md,
+// "Acknowledgement and visibility"). Before, it synced on that thread, the
+// shard every other partition of the node's shard waited on.
+BOOST_AUTO_TEST_CASE(a_replicas_batch_is_durable_once_a_sync_job_covers_it) {
+  partition_options po;
+  po.index = 1;
+  po.path = (dir / "primary").string();
+  po.mode = durability::batch;
+  po.keep_flushed = true; // what it flushes is taken for the replica
+  po.now_us = [this] { return now; };
+  auto primary = partition_core::open(std::move(po));
+  BOOST_REQUIRE(primary);
+  commit1(**primary, {1, 1}, {inc("k", 5)});
+  auto batches = (*primary)->take_flushed();
+  BOOST_REQUIRE(batches.size() == 1u);
+
+  auto replica = open(durability::batch);
+  const auto before = replica->durable_end();
+  auto end = replica->apply_replicated(batches[0]);
+  BOOST_REQUIRE_MESSAGE(end, (end ? "" : end.err().to_string()));
+  BOOST_TEST(*end > before);
+  BOOST_TEST(replica->durable_end() == before); // appended, not synced here
+  auto job = replica->sync_job();
+  BOOST_REQUIRE(job.has_value());
+  BOOST_REQUIRE(replica->synced(job->upto, run(*job)));
+  BOOST_TEST(replica->durable_end() == *end);
+  BOOST_TEST(value_at(*replica, "k", now + 1000) == 5);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
