@@ -13,7 +13,6 @@
 #include <caf/all.hpp>
 
 #include "actors/atoms.hpp"
-#include "actors/copy_retirement.hpp"
 #include "actors/replica_sets.hpp"
 #include "common/log.hpp"
 #include "replication/placement.hpp"
@@ -26,6 +25,8 @@ namespace {
 // copies: a copy made primary before the node has heard that another copy
 // leads could serve stale data.
 constexpr std::chrono::milliseconds settle_time{3000};
+
+} // namespace
 
 // Settled once stays settled: a peer that dies later must not hold up the
 // reconfiguration that its death calls for (issue 14's failover stall: a
@@ -46,6 +47,8 @@ bool settled(mem_self self) {
   }
   return st.settled_once = true;
 }
+
+namespace {
 
 // The copies being filled are marked on disk, <data-dir>/filling/<p>, so
 // that a node restarted meanwhile still treats its copy as filling: an
@@ -133,8 +136,6 @@ void replicated_routes(mem_self self) {
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
                mine.primary, mine.peers, mine.handles, mine.w, mine.filling);
   }
-  if (configure)
-    retire_unneeded_copies(self);
   st.routes->store(std::move(table));
 }
 
@@ -170,7 +171,6 @@ void ensure_copies(mem_self self) {
     if (made_now && current_copy_elsewhere(self, p, self_id(self)))
       set_filling(self, p);
   }
-  open_leftover_copies(self);
 }
 
 bool recreate_removed(mem_self self) {

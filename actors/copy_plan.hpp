@@ -38,6 +38,11 @@ void ensure_copies(mem_self self);
 /// a handoff as usual. True when the ring changed.
 bool recreate_removed(mem_self self);
 
+/// Whether this node's view has settled: all its peers are up, or 3 s have
+/// passed since it started (then for good). Copies are configured, and
+/// retired (actors/copy_retirement.hpp), only from then on.
+bool settled(mem_self self);
+
 /// n_val > 1: routes to each partition's primary copy and configures this
 /// node's copies (actors/replica_sets.hpp); configures them only once the
 /// view has settled (a starting node waits for its peers, at most 3 s).

@@ -42,8 +42,8 @@ constexpr std::chrono::milliseconds retired_grace{5000};
 
 /// Retires every copy this node holds of a partition whose copy set no
 /// longer names it, and forgets the retirement of one the set names again
-/// (the copy plan then configures it as usual). Run by the copy plan once
-/// the view has settled (actors/copy_plan.cpp).
+/// (the copy plan then configures it as usual). Run by the membership once
+/// the view has settled (copy_plan.hpp, settled()).
 void retire_unneeded_copies(mem_self self);
 
 /// Opens the copies on disk (<data-dir>/replicas/<p>) of partitions whose

@@ -389,7 +389,11 @@ void changed(mem_self self, bool ring_changed) {
       connect(self, id);
   }
   ensure_copies(self);
+  if (replicated(self))
+    open_leftover_copies(self);
   rebuild_routes(self);
+  if (replicated(self) && settled(self))
+    retire_unneeded_copies(self);
   progress(self);
   if (ring_changed)
     gossip_all(self);

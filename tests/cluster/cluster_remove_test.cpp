@@ -241,6 +241,16 @@ std::set<std::uint32_t> copy_folders(const std::string& dir) {
   return out;
 }
 
+// Every node of `through` reads `keys` as `w` left them (`exact`: the
+// acknowledged counts, else within [acknowledged, attempted]).
+void expect_values(const local_cluster& cl, const std::vector<std::size_t>& through,
+                   const std::vector<object_key>& keys, const writes& w, bool exact) {
+  for (auto n : through) {
+    auto bad = check_values(cl.nodes[n]->port, keys, w, exact);
+    BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
+  }
+}
+
 // How many folders <dir>/stale holds (copies set aside).
 std::size_t stale_folders(const std::string& dir) {
   std::error_code ec;
@@ -344,12 +354,8 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
     for (std::size_t n = 0; n < 4; ++n)
       BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
     BOOST_TEST(during.failures < 4u, during.first_failure);
-    for (std::size_t n = 0; n < 4; ++n) {
-      auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-      bad = check_values(cl.nodes[n]->port, during_keys, during, false);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-    }
+    expect_values(cl, {0, 1, 2, 3}, before_keys, before, true);
+    expect_values(cl, {0, 1, 2, 3}, during_keys, during, false);
 
     // A leftover copy on disk at a start: node 1 gets a copy of a partition
     // its set does not name, taken from a node that holds it as a replica,
@@ -386,12 +392,8 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
     // every acknowledged value; node 0 comes back.
     cl.nodes[0]->stop(SIGKILL);
     BOOST_REQUIRE(cl.wait_serving({1, 2, 3}, std::chrono::milliseconds{30000}));
-    for (std::size_t n : {1u, 2u, 3u}) {
-      auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-      bad = check_values(cl.nodes[n]->port, during_keys, during, false);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-    }
+    expect_values(cl, {1, 2, 3}, before_keys, before, true);
+    expect_values(cl, {1, 2, 3}, during_keys, during, false);
     BOOST_REQUIRE(cl.restart(0));
     BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
 
@@ -422,14 +424,9 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
     for (std::size_t n = 0; n < 3; ++n)
       BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
     BOOST_TEST(leaving.failures < 4u, leaving.first_failure);
-    for (std::size_t n = 0; n < 3; ++n) {
-      auto bad = check_values(cl.nodes[n]->port, before_keys, before, true);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-      bad = check_values(cl.nodes[n]->port, during_keys, during, false);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-      bad = check_values(cl.nodes[n]->port, leaving_keys, leaving, false);
-      BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
-    }
+    expect_values(cl, {0, 1, 2}, before_keys, before, true);
+    expect_values(cl, {0, 1, 2}, during_keys, during, false);
+    expect_values(cl, {0, 1, 2}, leaving_keys, leaving, false);
   }
 }
 
