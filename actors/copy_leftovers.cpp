@@ -74,6 +74,13 @@ status tidy_folder(const fs::path& root, const std::string& folder, copy_leftove
 
 } // namespace
 
+std::string stale_copy_path(const std::string& root, std::uint32_t p, const std::string& folder,
+                            std::uint64_t now_us) {
+  return (fs::path{root} / "stale"
+          / (std::to_string(p) + "." + folder + "." + std::to_string(now_us)))
+    .string();
+}
+
 expected<std::string> drop_copy_folder(const std::string& root, std::uint32_t p,
                                        bool keep_aside, std::uint64_t now_us) {
   const auto dir = fs::path{root} / "replicas";
@@ -81,8 +88,7 @@ expected<std::string> drop_copy_folder(const std::string& root, std::uint32_t p,
   std::error_code ec;
   if (!fs::exists(store, ec))
     return make_error(errc::not_found, "no copy " + store.string());
-  const auto to = keep_aside ? fs::path{root} / "stale"
-                                 / (std::to_string(p) + ".replicas." + std::to_string(now_us))
+  const auto to = keep_aside ? fs::path{stale_copy_path(root, p, "replicas", now_us)}
                              : dir / (std::to_string(p) + ".dropped");
   if (keep_aside)
     fs::create_directories(to.parent_path(), ec);

@@ -41,6 +41,12 @@ struct copy_leftovers_report {
 /// when a folder cannot be listed, deleted or renamed.
 expected<copy_leftovers_report> tidy_copy_leftovers(const std::string& root);
 
+/// Where a copy of partition `p` from <root>/<folder> is set aside at
+/// `now_us`: <root>/stale/<p>.<folder>.<now_us> (expire_stale_copies reads
+/// the time back from the name).
+std::string stale_copy_path(const std::string& root, std::uint32_t p, const std::string& folder,
+                            std::uint64_t now_us);
+
 /// Deletes the copies set aside in <root>/stale/ (a stale copy, a retired
 /// copy that could not be proven a prefix of the primary's journal) more
 /// than `keep_us` before `now_us`, by the time in their name,

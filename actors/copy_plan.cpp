@@ -153,9 +153,7 @@ void ensure_copies(mem_self self) {
                                     && st.cfg.has_copy && st.cfg.has_copy(p);
     if (!owned_copy_on_disk && (st.copies[p] || owners[p] == self_id(self) || st.local[p]))
       continue;
-    auto nodes = copy_nodes(*st.ring, p);
-    if (!owned_copy_on_disk
-        && std::find(nodes.begin(), nodes.end(), self_id(self)) == nodes.end())
+    if (!owned_copy_on_disk && !in_copy_set(*st.ring, p, self_id(self)))
       continue;
     // A copy made here now is empty: while a current copy exists
     // elsewhere it follows the primary and may not lead until it has

@@ -18,8 +18,7 @@ namespace tally {
 namespace {
 
 bool named_in_copy_set(mem_self self, std::uint32_t p) {
-  auto nodes = copy_nodes(*self->state.ring, p);
-  return std::find(nodes.begin(), nodes.end(), self_id(self)) != nodes.end();
+  return in_copy_set(*self->state.ring, p, self_id(self));
 }
 
 // A copy of p here that is not the owner's: a replica copy

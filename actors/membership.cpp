@@ -491,8 +491,7 @@ bool keeps_handed_off_store(mem_self self, std::uint32_t p) {
   if (!replicated(self) || !st.cfg.open_copy || (p < st.copies.size() && st.copies[p])
       || (st.cfg.has_copy && st.cfg.has_copy(p)))
     return false;
-  auto nodes = copy_nodes(*st.ring, p);
-  return std::find(nodes.begin(), nodes.end(), self_id(self)) != nodes.end();
+  return in_copy_set(*st.ring, p, self_id(self));
 }
 
 void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handle) {

@@ -344,8 +344,7 @@ status node::start_membership(caf::actor_system& sys, const node_config& cfg, st
                                         bool owned) -> expected<caf::actor> {
       const char* folder = owned ? "partitions" : "replicas";
       auto from = root / folder / std::to_string(i);
-      auto aside = root / "stale"
-                   / (std::to_string(i) + "." + folder + "." + std::to_string(wall_clock_us()));
+      std::filesystem::path aside = stale_copy_path(root.string(), i, folder, wall_clock_us());
       std::error_code ec;
       std::filesystem::create_directories(aside.parent_path(), ec);
       if (!ec)

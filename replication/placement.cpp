@@ -16,6 +16,11 @@ std::vector<node_id> copy_nodes(const ring_state& ring, std::uint32_t p) {
   return out;
 }
 
+bool in_copy_set(const ring_state& ring, std::uint32_t p, const node_id& node) {
+  auto nodes = copy_nodes(ring, p);
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
 std::uint32_t default_n_val_for(std::size_t nodes) noexcept {
   return static_cast<std::uint32_t>(std::clamp<std::size_t>(nodes, 1, 3));
 }

@@ -19,6 +19,9 @@ namespace tally {
 /// partitions is counted once, so the copies are on distinct nodes.
 std::vector<node_id> copy_nodes(const ring_state& ring, std::uint32_t p);
 
+/// Whether copy_nodes(ring, p) names `node`.
+bool in_copy_set(const ring_state& ring, std::uint32_t p, const node_id& node);
+
 /// n_val when the operator gives none: min(3, nodes), at least 1.
 std::uint32_t default_n_val_for(std::size_t nodes) noexcept;
 
