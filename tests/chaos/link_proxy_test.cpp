@@ -278,7 +278,10 @@ BOOST_AUTO_TEST_CASE(a_slow_opener_lookup_does_not_stop_the_open_links) {
   late.server = accept_within(f.listener, 5000ms);
   BOOST_REQUIRE(late.server >= 0);
   BOOST_TEST(passes_both_ways(late, "late"));
-  BOOST_TEST(f.proxy.stats().slowest_lookup_ms >= 100u);
+  // Held through the 100 ms wait above; the proxy starts its clock when
+  // its thread takes the newcomer, a moment after the connect, and counts
+  // whole milliseconds (a fresh-clone CI run read 99).
+  BOOST_TEST(f.proxy.stats().slowest_lookup_ms >= 90u);
   BOOST_TEST(f.proxy.stats().unknown_origin == 0u);
 }
 
