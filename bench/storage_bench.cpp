@@ -19,20 +19,28 @@
 //              read from the cache, and one more add (field) timed step by
 //              step as a node takes it (docs/DATATYPES.md, "Big objects"),
 //              and the process's peak RSS
+//   sync       what the disk gives: 4 KiB written to each of N files, made
+//              durable by N threads each fdatasync'ing its own file, or by
+//              one syncfs(2) of the filesystem for all N; file writes made
+//              durable per second (docs/PERFORMANCE.md, "Replication")
 //
 // A record is one update or one commit; an operation is a one-update
 // transaction, i.e. two records.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,7 +77,7 @@ void usage(const char* argv0) {
     "  --quick        small sizes, a few seconds in all (CI)\n"
     "  --seed N       seed of keys and deltas (default 42)\n"
     "  --runs N       timed runs per result; the median is reported (3)\n"
-    "  --workload W   run only W: append, read, recovery, size, bigobject\n"
+    "  --workload W   run only W: append, read, recovery, size, bigobject, sync\n"
     "  --elements N   bigobject: elements of the add-wins set (1000000)\n"
     "  --fields N     bigobject: register fields of the map (100000)\n"
     "  --dir PATH     parent directory of the temporary LMDB environments\n"
@@ -290,6 +298,82 @@ void bench_append(const options& o) {
     bench::print_line("append." + std::string{to_string(c.mode)} + ".batch"
                         + std::to_string(c.batch),
                       bench::summarize(c.rates), o.runs, "rec/s");
+}
+
+// ---- sync ----------------------------------------------------------------
+
+// One file of the sync probe: 4 KiB rewritten in place at one of 64 offsets
+// (as LMDB rewrites its pages), opened for the probe's lifetime.
+class probe_file {
+public:
+  explicit probe_file(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0)
+      die("sync probe", io_error("open " + path));
+  }
+  ~probe_file() { ::close(fd_); }
+  probe_file(const probe_file&) = delete;
+  probe_file& operator=(const probe_file&) = delete;
+  void write(std::uint64_t round) {
+    char page[4096];
+    std::memset(page, static_cast<int>(round & 0xff), sizeof page);
+    if (::pwrite(fd_, page, sizeof page, static_cast<off_t>((round % 64) * sizeof page))
+        != static_cast<ssize_t>(sizeof page))
+      die("sync probe", io_error("pwrite"));
+  }
+  void fdatasync() {
+    if (::fdatasync(fd_) != 0)
+      die("sync probe", io_error("fdatasync"));
+  }
+  void syncfs() {
+    if (::syncfs(fd_) != 0)
+      die("sync probe", io_error("syncfs"));
+  }
+
+private:
+  static error io_error(const std::string& what) {
+    return make_error(errc::io_error, what + ": " + std::strerror(errno));
+  }
+  int fd_;
+};
+
+void bench_sync(const options& o) {
+  const std::uint64_t rounds = o.quick ? 20 : 300;
+  for (std::size_t files : {std::size_t{1}, std::size_t{4}, std::size_t{16}, std::size_t{64}}) {
+    std::vector<double> parallel, grouped;
+    for (int r = 0; r < o.runs; ++r) {
+      scratch_dir dir{o.dir};
+      std::vector<std::unique_ptr<probe_file>> f;
+      for (std::size_t i = 0; i < files; ++i)
+        f.push_back(std::make_unique<probe_file>(dir.sub("f" + std::to_string(i))));
+      // N threads, each writing and fdatasync'ing its own file: what the
+      // node's sync threads do (--sync-threads, one job per partition).
+      auto t0 = steady::now();
+      std::vector<std::thread> threads;
+      for (auto& file : f)
+        threads.emplace_back([&file, rounds] {
+          for (std::uint64_t k = 0; k < rounds; ++k) {
+            file->write(k);
+            file->fdatasync();
+          }
+        });
+      for (auto& t : threads)
+        t.join();
+      parallel.push_back(static_cast<double>(files * rounds) / seconds_since(t0));
+      // One thread: a write to every file, then one syncfs for them all.
+      t0 = steady::now();
+      for (std::uint64_t k = 0; k < rounds; ++k) {
+        for (auto& file : f)
+          file->write(k);
+        f.front()->syncfs();
+      }
+      grouped.push_back(static_cast<double>(files * rounds) / seconds_since(t0));
+    }
+    bench::print_line("sync.fdatasync_threads.files" + std::to_string(files),
+                      bench::summarize(parallel), o.runs, "writes/s");
+    bench::print_line("sync.syncfs.files" + std::to_string(files),
+                      bench::summarize(grouped), o.runs, "writes/s");
+  }
 }
 
 // ---- read ----------------------------------------------------------------
@@ -768,6 +852,8 @@ int main(int argc, char** argv) {
     bench_size(o);
   if (want("bigobject"))
     bench_bigobject(o);
+  if (want("sync"))
+    bench_sync(o);
   if (!any) {
     std::fprintf(stderr, "unknown workload %s (see --help)\n", o.only.c_str());
     return 2;
