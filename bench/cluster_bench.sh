@@ -13,7 +13,15 @@
 #   ONLY=a bench/cluster_bench.sh              # part a only (b: part b only)
 #   ONLY=c bench/cluster_bench.sh              # part c: 3 nodes, n_val 1 vs 3
 #                                              # (docs/REPLICATION.md)
+#   RATIO=0:100 ONLY=c bench/cluster_bench.sh  # parts a and c at another
+#                                              # read:update ratio (80:20)
 #   BASE_PORT=12000 BUILD_DIR=build OUT=bench-results/cluster
+#
+# Besides tally-bench's figures, each run reports the servers' CPU per
+# operation: the utime + stime of every tallyd of the run (/proc/PID/stat)
+# over the whole tally-bench run, warm-up and exactly-once read-back
+# included, divided by the measured operations; so it is a little above
+# the cost of one operation, alike for every configuration.
 #
 # Ports: client ports BASE_PORT..BASE_PORT+899 (one block of 4 per run),
 # cluster ports 1000 above (tally cluster local's rule). Below the kernel's
@@ -46,6 +54,27 @@ results=$OUT/results.tsv
 
 node_pid=""   # the tallyd or the `tally cluster local` of the current run
 node_dir=""
+# The pids of the tallyd processes started for this run: the plain tallyd,
+# or the children of `tally cluster local`.
+node_pids() {
+  [[ -z $node_pid ]] && return 0
+  if [[ $(cat "/proc/$node_pid/comm" 2>/dev/null) == tallyd ]]; then
+    echo "$node_pid"
+  else
+    pgrep -P "$node_pid" -x tallyd || true
+  fi
+}
+
+# cpu_ticks PID...: their utime + stime, in clock ticks.
+cpu_ticks() {
+  local t=0 p f
+  for p in "$@"; do
+    f=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+    t=$((t + ${f% *} + ${f#* }))
+  done
+  echo "$t"
+}
+
 stop_nodes() {
   [[ -z $node_pid ]] && return 0
   kill -TERM "$node_pid" 2>/dev/null || true
@@ -139,7 +168,7 @@ start_nodes() {
 }
 
 # Configurations: name, topology (1 node or 3), tally-bench options.
-a_opts="--mode static-single --ratio 80:20 --keys 1000 --connections 4 --outstanding 16"
+a_opts="--mode static-single --ratio ${RATIO:-80:20} --keys 1000 --connections 4 --outstanding 16"
 # Update-only; 64 buckets keep every node-side FBF far from its false
 # positive regime (docs/BENCH.md), so the exactly-once check stays exact.
 b_common="--ratio 0:100 --keys 1000 --buckets 64 --connections 3"
@@ -183,9 +212,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
     fi
     txt=$OUT/r$round-$name.txt
     rc=0
+    pids=$(node_pids)
+    # shellcheck disable=SC2086
+    ticks0=$(cpu_ticks $pids)
     # shellcheck disable=SC2086
     timeout 120 "$bin/tally-bench" run --target "$target" --duration "$DURATION" \
       --warmup "$WARMUP" --no-progress $opts >"$txt" 2>&1 || rc=$?
+    # shellcheck disable=SC2086
+    ticks=$(($(cpu_ticks $pids) - ticks0))
     stop_nodes
     stuck=$(grep -c 'did not stop within' "$dir.log" 2>/dev/null || true)
     if [[ $rc -ne 0 ]]; then
@@ -198,21 +232,24 @@ for ((round = 1; round <= ROUNDS; round++)); do
       cp "$dir.log" "$OUT/r$round-$name.nodes.log"
     }
     # One line per run: the figures tally-bench printed.
-    awk -v name="$name" -v round="$round" -v rc="$rc" -v stuck="${stuck:-0}" '
-      /^measured/ { tput = $6; errs = $8 }
+    awk -v name="$name" -v round="$round" -v rc="$rc" -v stuck="${stuck:-0}" \
+        -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" '
+      /^measured/ { ops = $4; tput = $6; errs = $8 }
       /^read /    { rt = $3; r50 = $4; r99 = $6 }
       /^update /  { ut = $3; u50 = $4; u99 = $6 }
       /^exactly-once: expected/ { gsub(",", ""); eo = ($4 == $6) ? "exact" : "OFF" }
       END { printf "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, round,
-            tput, rt, r50, r99, ut, u50, u99, errs, eo, rc, stuck, "" }' "$txt" >>"$results"
+            tput, rt, r50, r99, ut, u50, u99, errs, eo, rc, stuck,
+            (ops > 0 ? sprintf("%.1f", ticks * 1e6 / hz / ops) : "") }' "$txt" >>"$results"
     rm -rf "$dir"
   done
 done
 
 echo
 echo "# tally cluster bench: $ROUNDS rounds x ${DURATION} s (+${WARMUP} s warmup), durability batch, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$results" <<'EOF'
-import sys, statistics as st
+RATIO=${RATIO:-80:20} python3 - "$results" <<'EOF'
+import os, sys, statistics as st
+mix = os.environ["RATIO"]
 rows = {}
 meta = {}
 for line in open(sys.argv[1]):
@@ -221,7 +258,7 @@ for line in open(sys.argv[1]):
     def num(x):
         try: return float(x)
         except ValueError: return None
-    rows.setdefault(name, []).append([num(x) for x in f[2:10]])
+    rows.setdefault(name, []).append([num(x) for x in f[2:10]] + [num(f[13])])
     m = meta.setdefault(name, {"runs": 0, "eo_off": 0, "failed": 0, "stuck": 0})
     m["runs"] += 1
     m["eo_off"] += f[10] != "exact"
@@ -243,16 +280,17 @@ def health(names):
                        f"{m['eo_off']} exactly-once not exact, {m['stuck']} node(s) stuck on SIGTERM")
     return out
 figs = [("throughput ops/s", 0), ("read ops/s", 1), ("read p50 ms", 2), ("read p99 ms", 3),
-        ("update ops/s", 4), ("update p50 ms", 5), ("update p99 ms", 6), ("errors", 7)]
+        ("update ops/s", 4), ("update p50 ms", 5), ("update p99 ms", 6), ("errors", 7),
+        ("server CPU us/op", 8)]
 if "a.1node" in rows:
-    print("\n## a. 80:20 static-single, 1000 keys, 4 connections x 16 outstanding (medians)")
+    print(f"\n## a. {mix} static-single, 1000 keys, 4 connections x 16 outstanding (medians)")
     print(f"| figure | 1 node | 3 nodes | 3 nodes / 1 node |\n| --- | ---: | ---: | ---: |")
     for label, i in figs:
         a, b = med("a.1node", i), med("a.3nodes", i)
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio(b, a)} |")
     for h in health(["a.1node", "a.3nodes"]): print("  " + h)
 if "c.3nodes.nval1" in rows:
-    print("\n## c. 3 nodes, one copy vs three (n_val 3, w 2), 80:20 static-single, 1000 keys, 4 x 16 (medians)")
+    print(f"\n## c. 3 nodes, one copy vs three (n_val 3, w 2), {mix} static-single, 1000 keys, 4 x 16 (medians)")
     print(f"| figure | n_val 1 | n_val 3 | n_val 3 / n_val 1 |\n| --- | ---: | ---: | ---: |")
     for label, i in figs:
         a, b = med("c.3nodes.nval1", i), med("c.3nodes.nval3", i)

@@ -18,7 +18,9 @@
 #   batch:always       acknowledged after the sync that covers it
 # WORKLOADS: static (80:20, 32 connections x 1 outstanding), pipelined (the
 # same, 32 x 16), interactive (2 reads then 2 updates in a transaction;
-# Redis: GET, GET, MULTI/INCRBY/INCRBY/EXEC), multi (static-multi:4:4).
+# Redis: GET, GET, MULTI/INCRBY/INCRBY/EXEC), multi (static-multi:4:4);
+# not run unless named: reads and writes (static with 100:0 and 0:100: the
+# two halves of the static mix apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -131,6 +133,12 @@ for pair in $PAIRS; do
       static)
         run_workload static "static counter operations, 80:20, 1,000 uniform keys, 32 connections x 1" \
           --connections 32 --ratio 80:20 --mode static-single ;;
+      reads)
+        run_workload reads "static counter reads only (100:0), 1,000 uniform keys, 32 connections x 1" \
+          --connections 32 --ratio 100:0 --mode static-single ;;
+      writes)
+        run_workload writes "static counter updates only (0:100), 1,000 uniform keys, 32 connections x 1" \
+          --connections 32 --ratio 0:100 --mode static-single ;;
       pipelined)
         run_workload pipelined "static counter operations, 80:20, 32 connections x 16 outstanding" \
           --connections 32 --outstanding 16 --ratio 80:20 --mode static-single ;;
