@@ -277,6 +277,13 @@ void link_proxy::change_cuts(const std::function<void()>& change) {
   applied_.wait_for(lock, std::chrono::seconds(5), [&] { return cuts_applied_ >= mine; });
 }
 
+void link_proxy::retarget(int node, std::uint16_t target_port) {
+  std::lock_guard<std::mutex> g{mu_};
+  for (auto& f : fronts_)
+    if (f->node == node)
+      f->target = target_port;
+}
+
 void link_proxy::isolate(int node, cut_mode mode) {
   change_cuts([&] { cut_[node] = mode; });
 }

@@ -88,6 +88,10 @@ public:
   /// range) for node `node`, forwarding to 127.0.0.1:`target_port`; returns
   /// the front port, 0 when it cannot listen. Call before the node starts.
   std::uint16_t add_node(int node, std::uint16_t target_port, std::uint16_t front_port = 0);
+  /// Forwards node `node`'s front port to 127.0.0.1:`target_port` from now
+  /// on (a node that could not listen on its first cluster port is started
+  /// on another one, its front port unchanged).
+  void retarget(int node, std::uint16_t target_port);
 
   /// Cuts every link of `node` (connections into its front port and
   /// connections it opened into others) until heal(node). Returns once the
