@@ -1,4 +1,6 @@
 #include "actors/handoff.hpp"
+
+#include "actors/copy_leftovers.hpp"
 #include "journal/file_sync.hpp"
 #include "journal/partition_manifest.hpp"
 
@@ -176,6 +178,26 @@ status remove_partition_dir(const std::string& root, std::uint32_t p) {
   if (ec)
     return make_error(errc::io_error, "cannot remove " + old + ": " + ec.message());
   return {};
+}
+
+expected<std::string> set_partition_aside(const std::string& root, std::uint32_t p,
+                                          std::uint64_t now_us) {
+  if (auto st = manifest_remove(root, p); !st)
+    return st.err();
+  const auto from = partition_dir(root, p);
+  const fs::path to{stale_copy_path(root, p, "partitions", now_us)};
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (!ec)
+    fs::rename(from, to, ec);
+  if (ec)
+    return make_error(errc::io_error,
+                      "cannot move " + from + " to " + to.string() + ": " + ec.message());
+  if (auto st = sync_path(to.parent_path().string(), true); !st)
+    return st.err();
+  if (auto st = sync_path((fs::path{root} / "partitions").string(), true); !st)
+    return st.err();
+  return to.string();
 }
 
 status keep_partition_as_copy(const std::string& root, std::uint32_t p) {

@@ -74,6 +74,14 @@ expected<std::size_t> remove_handoff_leftovers(const std::string& root);
 /// so a crash halfway leaves a leftover, never a half partition).
 status remove_partition_dir(const std::string& root, std::uint32_t p);
 
+/// Sets the owner's store <root>/partitions/<p> aside, unlisted from the
+/// manifest first, as <root>/stale/<p>.partitions.<now_us> (what a stale
+/// copy becomes; expire_stale_copies deletes it after --stale-keep-hours).
+/// For a node that has another copy of p and so cannot keep this one as
+/// its copy. Returns the new path; errc::io_error.
+expected<std::string> set_partition_aside(const std::string& root, std::uint32_t p,
+                                          std::uint64_t now_us);
+
 /// n_val > 1, after a handoff that leaves this node in the partition's copy
 /// set: the handed-off store becomes this node's replica copy instead of
 /// being deleted (<root>/partitions/<p> renamed <root>/replicas/<p>, unlisted

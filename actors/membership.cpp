@@ -210,6 +210,12 @@ bool serves(mem_self self, std::uint32_t p) {
   return st.local[p] && st.closed.count(p) == 0;
 }
 
+// n_val > 1: a replica copy of p is open here (replicas/<p>).
+bool holds_copy_actor(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  return p < st.copies.size() && static_cast<bool>(st.copies[p]);
+}
+
 void persist(mem_self self) {
   auto& st = self->state;
   if (auto s = save_ring(st.cfg.root, *st.ring); !s)
@@ -484,17 +490,28 @@ void handoff_failed(mem_self self, std::uint64_t attempt, const std::string& why
   st.out.reset();
 }
 
+// n_val > 1: this node has no other copy of p open or on disk, so its
+// owner's store can become its replica copy (replicas/<p>).
+bool can_keep_store_as_copy(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  return replicated(self) && st.cfg.open_copy && !(p < st.copies.size() && st.copies[p])
+         && !(st.cfg.has_copy && st.cfg.has_copy(p));
+}
+
 // n_val > 1: after handing p off, this node stays in p's copy set and has
 // no other copy of it open or on disk.
 bool keeps_handed_off_store(mem_self self, std::uint32_t p) {
-  auto& st = self->state;
-  if (!replicated(self) || !st.cfg.open_copy || (p < st.copies.size() && st.copies[p])
-      || (st.cfg.has_copy && st.cfg.has_copy(p)))
-    return false;
-  return in_copy_set(*st.ring, p, self_id(self));
+  return can_keep_store_as_copy(self, p) && in_copy_set(*self->state.ring, p, self_id(self));
 }
 
-void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handle) {
+// `receiver_had_copy`: the new owner held a copy of p already, so nothing
+// was sent (start_handoff): this node's store is the only one that has
+// what it has, and it is kept as a copy even outside p's copy set (then
+// retired like any copy the set no longer names, and deleted only once the
+// primary holds its last record: actors/copy_retirement.hpp), or set aside
+// in stale/ when it cannot be.
+void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handle,
+                      bool receiver_had_copy = false) {
   auto& st = self->state;
   if (!current(self, attempt))
     return;
@@ -510,7 +527,18 @@ void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handl
   // it was deleted and an empty copy filled from the primary: a partition
   // with one current copy the while, docs/REPLICATION.md).
   caf::actor kept;
-  if (keeps_handed_off_store(self, p)) {
+  if (receiver_had_copy && !can_keep_store_as_copy(self, p)) {
+    auto aside = set_partition_aside(
+      st.cfg.root, p,
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count()));
+    if (!aside)
+      log(log_level::error, "partition ", p, ": ", aside.err().to_string());
+    else
+      log(log_level::warn, "partition ", p, ": this node has another copy of it, so its "
+                           "owner's store is kept in ", *aside);
+  } else if (receiver_had_copy || keeps_handed_off_store(self, p)) {
     if (auto s = keep_partition_as_copy(st.cfg.root, p); !s) {
       log(log_level::warn, "partition ", p, ": cannot keep the handed-off store as this "
                            "node's copy (an empty copy is filled instead): ",
@@ -541,6 +569,11 @@ void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handl
   st.end_sent.erase(p);
   log(log_level::info, "partition ", p, " handed off to ", to);
   rebuild_routes(self);
+  // A store kept outside p's copy set (its new owner had a copy) is
+  // retired at once, not at the next change: a copy that was never
+  // configured promises any round (partition_replication).
+  if (kept && settled(self))
+    retire_unneeded_copies(self);
   gossip_all(self);
   progress(self);
 }
@@ -610,17 +643,34 @@ void start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
     handoff_finished(self, a, pe.parts[p]);
     return;
   }
-  log(log_level::info, "partition ", p, ": handing off to ", to);
+  // n_val > 1 and the new owner holds a copy of p already (it was in p's
+  // copy set): it serves from that copy, and a second one there would be a
+  // second copy on one node, which every quorum would count twice (CI saw
+  // two copies of one partition on one node lead under two terms). Nothing
+  // is sent; this node's store stays here as a copy (handoff_finished).
+  const bool receiver_has_copy = replicated(self) && p < pe.copies.size() && pe.copies[p];
+  if (receiver_has_copy)
+    log(log_level::info, "partition ", p, ": its new owner ", to,
+        " holds a copy of it already: nothing to hand off, this node's store "
+        "becomes a copy");
+  else
+    log(log_level::info, "partition ", p, ": handing off to ", to);
+  auto next = [self, a, receiver_has_copy, copy = receiver_has_copy ? pe.copies[p] : caf::actor{}] {
+    if (receiver_has_copy)
+      handoff_finished(self, a, copy, true);
+    else
+      send_files(self, a);
+  };
   if (files_final) {
-    send_files(self, a);
+    next();
     return;
   }
   auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
   self->request(st.local[p], caf::infinite, drain_atom::value, limit)
     .then(
-      [self, a](drained_atom, std::uint32_t q) {
+      [self, next](drained_atom, std::uint32_t q) {
         self->state.closed.insert(q);
-        send_files(self, a);
+        next();
       },
       [self, a](caf::error& e) { handoff_failed(self, a, self->system().render(e)); });
 }
@@ -1045,6 +1095,13 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
         // h_end answers with the actor serving it.
         return true;
       }
+      if (holds_copy_actor(self, p)) {
+        // One copy per node: the sender, once it has heard of this copy,
+        // keeps its store as a copy instead (start_handoff).
+        log(log_level::info, "partition ", p, ": refused a handoff from ", from,
+            ": this node holds a copy of it already");
+        return false;
+      }
       // A copy here that is closed or unopened was shipped away before:
       // the sender's copy is newer and replaces it at h_end.
       auto in = incoming_partition::begin(st.cfg.root, p);
@@ -1083,6 +1140,12 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       auto i = st.incoming.find(p);
       if (i == st.incoming.end())
         return caf::make_error(caf::sec::invalid_argument);
+      if (holds_copy_actor(self, p)) { // opened since the handoff began
+        st.incoming.erase(i);
+        log(log_level::info, "partition ", p, ": dropped the handoff received: this node "
+                             "holds a copy of it already");
+        return caf::make_error(caf::sec::runtime_error);
+      }
       bool stale_here = st.closed.count(p) != 0 || st.unopened.count(p) != 0;
       if (stale_here) {
         // This node shipped its copy away earlier; the one just received

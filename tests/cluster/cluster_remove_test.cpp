@@ -251,6 +251,18 @@ void expect_values(const local_cluster& cl, const std::vector<std::size_t>& thro
   }
 }
 
+// The partitions of which `dir` holds two copies at once, the owner's
+// (partitions/<p>) and a replica's (replicas/<p>): "" when none. A node
+// keeps one copy of a partition: two would each count in every quorum.
+std::string two_copies_of_one_partition(const std::string& dir, std::uint32_t q) {
+  std::string out;
+  for (std::uint32_t p = 0; p < q; ++p)
+    if (std::filesystem::exists(dir + "/partitions/" + std::to_string(p))
+        && std::filesystem::exists(dir + "/replicas/" + std::to_string(p)))
+      out += " " + std::to_string(p);
+  return out;
+}
+
 // How many folders <dir>/stale holds (copies set aside).
 std::size_t stale_folders(const std::string& dir) {
   std::error_code ec;
@@ -351,8 +363,10 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
     BOOST_TEST_REQUIRE(off == "", "copy folders per partition:" << off);
     BOOST_TEST(filling_seen.empty(), filling_seen.size() << " times, first "
                                      << (filling_seen.empty() ? "" : filling_seen[0]));
-    for (std::size_t n = 0; n < 4; ++n)
+    for (std::size_t n = 0; n < 4; ++n) {
       BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
+      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(n), q) == "", "node " << n);
+    }
     BOOST_TEST(during.failures < 4u, during.first_failure);
     expect_values(cl, {0, 1, 2, 3}, before_keys, before, true);
     expect_values(cl, {0, 1, 2, 3}, during_keys, during, false);
@@ -421,8 +435,10 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
                        last);
     off = wait_copy_folders(cl, {0, 1, 2}, q, 3, std::chrono::milliseconds{60000});
     BOOST_TEST(off == "", "copy folders per partition after the leave:" << off);
-    for (std::size_t n = 0; n < 3; ++n)
+    for (std::size_t n = 0; n < 3; ++n) {
       BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
+      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(n), q) == "", "node " << n);
+    }
     BOOST_TEST(leaving.failures < 4u, leaving.first_failure);
     expect_values(cl, {0, 1, 2}, before_keys, before, true);
     expect_values(cl, {0, 1, 2}, during_keys, during, false);
