@@ -494,14 +494,8 @@ void handoff_failed(mem_self self, std::uint64_t attempt, const std::string& why
 // owner's store can become its replica copy (replicas/<p>).
 bool can_keep_store_as_copy(mem_self self, std::uint32_t p) {
   auto& st = self->state;
-  return replicated(self) && st.cfg.open_copy && !(p < st.copies.size() && st.copies[p])
+  return replicated(self) && st.cfg.open_copy && !holds_copy_actor(self, p)
          && !(st.cfg.has_copy && st.cfg.has_copy(p));
-}
-
-// n_val > 1: after handing p off, this node stays in p's copy set and has
-// no other copy of it open or on disk.
-bool keeps_handed_off_store(mem_self self, std::uint32_t p) {
-  return can_keep_store_as_copy(self, p) && in_copy_set(*self->state.ring, p, self_id(self));
 }
 
 // `receiver_had_copy`: the new owner held a copy of p already, so nothing
@@ -521,38 +515,39 @@ void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handl
   // The folder goes first: a crash after this point leaves the partition
   // only at the new owner (a leftover .old folder is deleted at startup; a
   // folder that could not be deleted is not served after a restart, see
-  // `unopened`). With n_val > 1, a node still in the partition's copy set
-  // keeps the store as its replica copy: it holds everything the new owner
-  // received, so it need not be filled again from nothing (until stop 26
-  // it was deleted and an empty copy filled from the primary: a partition
-  // with one current copy the while, docs/REPLICATION.md).
+  // `unopened`). With n_val > 1 the store outlives the handoff when this
+  // node stays in p's copy set (it holds everything the new owner
+  // received, so it need not be filled again from nothing: until stop 26
+  // it was deleted and an empty copy filled from the primary,
+  // docs/REPLICATION.md) or when the new owner did not take it
+  // (receiver_had_copy). It becomes this node's replica copy when the node
+  // has no other; failing that, it is set aside if the new owner did not
+  // take it, and deleted if it did.
   caf::actor kept;
-  if (receiver_had_copy && !can_keep_store_as_copy(self, p)) {
-    auto aside = set_partition_aside(
-      st.cfg.root, p,
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count()));
-    if (!aside)
-      log(log_level::error, "partition ", p, ": ", aside.err().to_string());
-    else
-      log(log_level::warn, "partition ", p, ": this node has another copy of it, so its "
-                           "owner's store is kept in ", *aside);
-  } else if (receiver_had_copy || keeps_handed_off_store(self, p)) {
+  bool kept_folder = false;
+  const bool wanted = receiver_had_copy || in_copy_set(*st.ring, p, self_id(self));
+  if (wanted && can_keep_store_as_copy(self, p)) {
     if (auto s = keep_partition_as_copy(st.cfg.root, p); !s) {
       log(log_level::warn, "partition ", p, ": cannot keep the handed-off store as this "
-                           "node's copy (an empty copy is filled instead): ",
-          s.err().to_string());
-      if (auto r = remove_partition_dir(st.cfg.root, p); !r)
-        log(log_level::error, "partition ", p, ": ", r.err().to_string());
-    } else if (auto h = st.cfg.open_copy(p); !h) {
-      log(log_level::error, "partition ", p, ": cannot open the handed-off store as this "
-                            "node's copy: ", h.err().to_string());
+                           "node's copy: ", s.err().to_string());
     } else {
-      kept = *h;
+      kept_folder = true;
+      if (auto h = st.cfg.open_copy(p); !h)
+        log(log_level::error, "partition ", p, ": cannot open the handed-off store as this "
+                              "node's copy: ", h.err().to_string());
+      else
+        kept = *h;
     }
-  } else if (auto s = remove_partition_dir(st.cfg.root, p); !s) {
-    log(log_level::error, "partition ", p, ": ", s.err().to_string());
+  }
+  if (!kept_folder && receiver_had_copy) {
+    if (auto aside = set_partition_aside(st.cfg.root, p, wall_clock_us()); !aside)
+      log(log_level::error, "partition ", p, ": ", aside.err().to_string());
+    else
+      log(log_level::warn, "partition ", p, ": its owner's store is kept in ", *aside,
+          " (this node cannot keep it as its copy)");
+  } else if (!kept_folder) {
+    if (auto s = remove_partition_dir(st.cfg.root, p); !s)
+      log(log_level::error, "partition ", p, ": ", s.err().to_string());
   }
   if (kept) {
     st.copies.resize(st.cfg.q);
