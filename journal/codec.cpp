@@ -54,6 +54,12 @@ void append_frame(std::string& out, std::uint8_t version,
   out.append(payload.data(), payload.size());
 }
 
+std::uint64_t frame_size(std::string_view bytes) noexcept {
+  if (bytes.size() < frame_header_size)
+    return 0;
+  return frame_header_size + std::uint64_t{get_le32(bytes.data() + 1)};
+}
+
 expected<std::string_view> open_frame(std::string_view frame,
                                       std::uint8_t version, const char* what) {
   if (frame.size() < frame_header_size)

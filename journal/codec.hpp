@@ -34,6 +34,10 @@ constexpr std::uint8_t record_frame_version = 1;
 void append_frame(std::string& out, std::uint8_t version,
                   std::string_view payload);
 
+/// The size (header and payload) of the frame that starts `bytes`, from
+/// its header's length field; 0 when `bytes` is shorter than a header.
+std::uint64_t frame_size(std::string_view bytes) noexcept;
+
 /// The payload of a frame, after checking its version (== `version`), its
 /// length (the frame must be exactly header + length bytes) and its CRC.
 /// errc::corrupt naming `what` and the failed check otherwise.

@@ -160,6 +160,10 @@ expected<std::shared_ptr<fault_env>> fault_env::open(const lmdb_options& opts) {
     return st.err();
   if (auto st = env->snapshot(); !st)
     return st.err();
+  auto tail = env->inner_->tail_read();
+  if (!tail)
+    return tail.err();
+  env->synced_tail_ = std::move(*tail);
   return env;
 }
 
@@ -214,6 +218,13 @@ status fault_env::crash() {
   }
   std::error_code ec;
   std::filesystem::remove(path_ + "/lock.mdb", ec);
+  std::filesystem::remove(path_ + "/tail.log", ec);
+  if (!synced_tail_.empty()) {
+    std::ofstream out{path_ + "/tail.log", std::ios::binary | std::ios::trunc};
+    out.write(synced_tail_.data(), static_cast<std::streamsize>(synced_tail_.size()));
+    if (!out)
+      return make_error(errc::io_error, "fault_env: cannot rewrite " + path_ + "/tail.log");
+  }
   return {};
 }
 
@@ -245,6 +256,36 @@ expected<env_stats> fault_env::stats() {
   if (!inner_)
     return unavailable().err();
   return inner_->stats();
+}
+
+status fault_env::tail_append(std::string_view bytes) {
+  if (auto st = tick(fault_point::write); !st)
+    return st;
+  return inner_->tail_append(bytes);
+}
+
+status fault_env::tail_sync() {
+  if (auto st = tick(fault_point::sync); !st)
+    return st;
+  if (auto st = inner_->tail_sync(); !st)
+    return st;
+  auto tail = inner_->tail_read();
+  if (!tail)
+    return tail.err();
+  synced_tail_ = std::move(*tail);
+  return {};
+}
+
+expected<std::string> fault_env::tail_read() {
+  if (!inner_)
+    return unavailable().err();
+  return inner_->tail_read();
+}
+
+status fault_env::tail_reset() {
+  if (!inner_)
+    return unavailable();
+  return inner_->tail_reset();
 }
 
 } // namespace tally

@@ -81,6 +81,16 @@ public:
   expected<env_stats> stats() override;
   const std::string& path() const noexcept override { return path_; }
 
+  /// The write-ahead tail: an append counts as a write, a tail sync as a
+  /// sync (faults fire there as for the databases). crash() puts back the
+  /// tail file as its last successful tail_sync() left it; a reset is not
+  /// taken as synced, so a crash after one may bring old entries back (the
+  /// journal skips them: docs/STORAGE.md).
+  status tail_append(std::string_view bytes) override;
+  status tail_sync() override;
+  expected<std::string> tail_read() override;
+  status tail_reset() override;
+
   // Used by the wrapped transactions and cursors.
   /// The injected error if the next operation at `p` must fail, else ok.
   status tick(fault_point p);
@@ -105,6 +115,7 @@ private:
   std::unique_ptr<lmdb_env> inner_;
   std::string path_;
   std::string synced_image_;
+  std::string synced_tail_; // tail.log at the last tail sync (or open)
   armed armed_[3];
   std::uint64_t counts_[3] = {};
   std::uint64_t fired_ = 0;

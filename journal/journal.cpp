@@ -10,6 +10,7 @@
 #include <cereal/archives/portable_binary.hpp>
 
 #include "common/membuf.hpp"
+#include "journal/write_ahead_tail.hpp"
 
 namespace tally {
 
@@ -159,10 +160,24 @@ expected<opened_journal> journal::open(const journal_options& opts,
       return real.err();
     env = std::move(*real);
   }
-  std::unique_ptr<journal> j{new journal(std::move(env), opts)};
+  std::unique_ptr<journal> j{new journal(env, opts)};
   auto rec = j->recover(opts.collect_effects);
   if (!rec)
     return rec.err();
+  // Records a crash left only in the write-ahead tail go into LMDB, and
+  // recovery runs again over the whole log: what it rebuilds is the log's.
+  std::string stop_reason;
+  auto replayed = j->replay_tail(stop_reason);
+  if (!replayed)
+    return replayed.err();
+  if (*replayed > 0) {
+    j.reset(new journal(env, opts));
+    rec = j->recover(opts.collect_effects);
+    if (!rec)
+      return rec.err();
+  }
+  rec->tail_replayed = *replayed;
+  rec->tail_stop_reason = std::move(stop_reason);
   return opened_journal{std::move(j), std::move(*rec)};
 }
 
@@ -600,9 +615,8 @@ error journal::stopped_error() const {
   return *stopped_;
 }
 
-status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what) {
-  auto mode = mode_ == durability::full ? commit_mode::durable
-                                        : commit_mode::lazy;
+status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what,
+                               commit_mode mode) {
   auto st = txn.commit(mode);
   if (st)
     return {};
@@ -620,12 +634,127 @@ status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what) {
   return *stopped_;
 }
 
+// What an append will write, planned before anything is written: the LMDB
+// puts and the in-memory state the batch leaves (applied once it is
+// written). The same plan serves the path without the tail, the tail and
+// the tail's drain.
+struct journal::append_plan {
+  explicit append_plan(const pending_overlay::map& pending) : staged(pending) {}
+  pending_overlay staged;
+  vector_clock max_commit;
+  std::string last_bloom;
+  bool saw_commit = false;
+  std::uint64_t decisions_added = 0;
+  std::vector<std::pair<lsn, copy_term>> new_terms;
+  std::vector<planned_put> puts;
+  // Late commits: the record's index in the batch and its LSN.
+  std::vector<std::pair<std::size_t, lsn>> lates;
+  // What the tail must answer before its drain: `opids` and `decisions`.
+  std::vector<std::pair<std::string, op_entry>> op_ids;
+  std::vector<std::pair<std::string, decision_entry>> decisions;
+  lsn first = 0;
+  lsn end = 0; // one past the last LSN
+};
+
+expected<journal::append_plan>
+journal::plan_append(const std::vector<journal_record>& batch, bool with_entries) {
+  append_plan plan{pending_};
+  plan.max_commit = max_commit_;
+  plan.last_bloom = last_bloom_;
+  auto& new_decided = decided_scratch_; // its capacity is kept: no allocation per append
+  new_decided.clear();
+  if (with_entries)
+    tail_buf_.clear();
+  plan.first = next_;
+  lsn at = plan.first;
+  plan.puts.reserve(batch.size() * 3);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& rec = batch[i];
+    encode_record(rec, scratch_);
+    if (with_entries)
+      append_tail_entry(tail_buf_, at, scratch_);
+    plan.puts.push_back(planned_put{store_db::journal, lsn_key(at), scratch_, put_mode::append});
+    if (auto* u = std::get_if<update_record>(&rec)) {
+      plan.staged.touch(u->tx, at).updates.push_back(
+        pending_update{at, u->key, u->op,
+                       u->op ? op_digest(u->key, u->type, u->effect) : 0});
+    } else if (auto* p = std::get_if<prepare_record>(&rec)) {
+      auto& t = plan.staged.touch(p->tx, at);
+      t.prepare_lsn = at;
+      t.prepare_time = p->prepare_time;
+    } else if (auto* c = std::get_if<commit_record>(&rec)) {
+      plan.max_commit.merge(c->commit_time);
+      plan.last_bloom = c->bloom_timestamp;
+      plan.saw_commit = true;
+      new_decided.emplace_back(at, clock_top(c->commit_time));
+      // A late commit (checked by append): folded in the append, not indexed.
+      const bool late_commit = checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time;
+      if (late_commit)
+        plan.lates.emplace_back(i, at);
+      if (auto tx = plan.staged.take(c->tx)) {
+        // Prepared here (two-phase): the other participants may ask.
+        if (tx->prepare_lsn) {
+          decision_entry d{tx_outcome::committed, at, clock_top(c->commit_time)};
+          plan.decisions.emplace_back(encode_tx_key(c->tx), d);
+          plan.puts.push_back(planned_put{store_db::decisions, plan.decisions.back().first,
+                                          encode_decision_entry(d)});
+          ++plan.decisions_added;
+        }
+        for (const auto& u : tx->updates) {
+          auto k = encode_object_key(u.key); // checked when it was appended
+          if (!k)
+            return k.err();
+          if (!late_commit)
+            plan.puts.push_back(planned_put{store_db::index, std::move(*k),
+                                            encode_index_value({at, u.position})});
+          // The exact record behind the FBF: this id committed at `at`.
+          if (u.op) {
+            op_entry e{at, u.digest};
+            plan.op_ids.emplace_back(encode_op_key(*u.op), e);
+            plan.puts.push_back(planned_put{store_db::opids, plan.op_ids.back().first,
+                                            encode_op_entry(e)});
+          }
+        }
+      }
+    } else if (auto* tr = std::get_if<term_record>(&rec)) {
+      plan.new_terms.emplace_back(at, tr->term());
+    } else {
+      const auto& a = std::get<abort_record>(rec);
+      new_decided.emplace_back(at, 0);
+      if (auto tx = plan.staged.take(a.tx); tx && tx->prepare_lsn) {
+        decision_entry d{tx_outcome::aborted, at, tx->prepare_time};
+        plan.decisions.emplace_back(encode_tx_key(a.tx), d);
+        plan.puts.push_back(planned_put{store_db::decisions, plan.decisions.back().first,
+                                        encode_decision_entry(d)});
+        ++plan.decisions_added;
+      }
+    }
+    ++at;
+  }
+  plan.end = at;
+  return plan;
+}
+
+void journal::apply_plan(append_plan& plan) {
+  plan.staged.apply_to(pending_);
+  decisions_added_ += plan.decisions_added;
+  for (auto& [pos, t] : plan.new_terms)
+    terms_[pos] = std::move(t);
+  decided_.insert(decided_.end(), decided_scratch_.begin(), decided_scratch_.end());
+  next_ = plan.end;
+  if (plan.saw_commit) {
+    max_commit_ = std::move(plan.max_commit);
+    last_bloom_ = std::move(plan.last_bloom);
+  }
+}
+
 expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
                                     const late_fold_fn& late) {
   if (stopped_)
     return stopped_error();
   if (batch.empty())
     return lsn_range{next_, next_ - 1};
+  bool has_late = false;
   for (const auto& rec : batch) {
     if (auto* u = std::get_if<update_record>(&rec)) {
       if (auto k = encode_object_key(u->key); !k)
@@ -638,117 +767,188 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
       // `late` folds into the checkpoint store (issue 13).
       auto p = pending_.find(c->tx);
       const bool late_ok = late && p != pending_.end() && p->second.prepare_lsn;
-      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time && !late_ok)
-        return make_error(errc::invalid_argument,
-                          "commit time " + to_string(c->commit_time)
-                            + " is <= the checkpoint time "
-                            + to_string(checkpoint_.time)
-                            + ": the checkpoint time must not exceed the "
-                              "partition's safe time");
+      if (checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time) {
+        if (!late_ok)
+          return make_error(errc::invalid_argument,
+                            "commit time " + to_string(c->commit_time)
+                              + " is <= the checkpoint time "
+                              + to_string(checkpoint_.time)
+                              + ": the checkpoint time must not exceed the "
+                                "partition's safe time");
+        has_late = true;
+      }
     }
   }
+  if (!tail_on_)
+    return append_direct(batch, late, mode_ == durability::full);
+  // A late commit folds into the checkpoint store in its own transaction:
+  // after the tail, durably (rare: a set-aside transaction's commit).
+  if (has_late) {
+    if (auto st = drain_tail(); !st)
+      return st.err();
+    return append_direct(batch, late, mode_ != durability::none);
+  }
+  // The write-ahead tail: bounded in memory even when drains fail.
+  if (tail_records_.size() >= 4 * tail_drain_records_)
+    if (auto st = drain_tail(); !st)
+      return st.err();
+  auto plan = plan_append(batch, true);
+  if (!plan)
+    return plan.err();
+  if (auto st = env_->tail_append(tail_buf_); !st) {
+    if (st.err().code() == errc::storage_full)
+      return st.err(); // nothing of the batch was kept
+    stopped_ = make_error(
+      errc::io_error,
+      "journal at " + env_->path() + " stopped after a failed write-ahead tail append at LSN "
+        + std::to_string(plan->end - 1) + " (" + st.err().to_string()
+        + "); it refuses writes until reopened, because the log's state on disk is unknown");
+    return *stopped_;
+  }
+  tail_file_bytes_ += tail_buf_.size();
+  if (mode_ == durability::full) {
+    if (auto st = env_->tail_sync(); !st) {
+      stopped_ = make_error(
+        errc::io_error,
+        "journal at " + env_->path() + " stopped after a failed sync at LSN "
+          + std::to_string(plan->end - 1) + " (" + st.err().to_string()
+          + "); it refuses writes until reopened, because the log's state on disk is unknown");
+      return *stopped_;
+    }
+  }
+  if (tail_records_.empty())
+    tail_first_ = plan->first;
+  tail_records_.insert(tail_records_.end(), batch.begin(), batch.end());
+  for (auto& put : plan->puts)
+    tail_puts_.push_back(std::move(put));
+  for (auto& [k, e] : plan->op_ids)
+    tail_opids_[std::move(k)] = e;
+  for (auto& [k, d] : plan->decisions)
+    tail_decisions_[std::move(k)] = d;
+  const lsn first = plan->first;
+  apply_plan(*plan);
+  if (mode_ == durability::full)
+    durable_ = next_ - 1;
+  // The batch is in the tail file: a failed drain is the next call's
+  // concern (a stopped journal refuses it; a full map keeps the tail).
+  if (tail_records_.size() >= tail_drain_records_)
+    (void)drain_tail();
+  return lsn_range{first, next_ - 1};
+}
 
+expected<lsn_range> journal::append_direct(const std::vector<journal_record>& batch,
+                                           const late_fold_fn& late, bool durable) {
+  auto plan = plan_append(batch, false);
+  if (!plan)
+    return plan.err();
+  if (!plan->lates.empty() && !late)
+    return make_error(errc::invalid_argument,
+                      "a commit at or below the checkpoint time with nothing to fold it");
   auto txn = env_->begin(true);
   if (!txn)
     return txn.err();
-  pending_overlay staged{pending_};
-  vector_clock max_commit = max_commit_;
-  std::string last_bloom = last_bloom_;
-  bool saw_commit = false;
-  std::uint64_t added = 0; // `decisions` entries
-  std::vector<std::pair<lsn, copy_term>> new_terms;
-  auto& new_decided = decided_scratch_; // its capacity is kept: no allocation per append
-  new_decided.clear();
-  const lsn first = next_;
-  lsn at = first;
-  char key[lsn_key_size];
-  for (const auto& rec : batch) {
-    encode_record(rec, scratch_);
-    put_be64(key, at);
-    if (auto st = (*txn)->put(store_db::journal,
-                              std::string_view{key, lsn_key_size}, scratch_,
-                              put_mode::append);
-        !st)
+  for (const auto& put : plan->puts)
+    if (auto st = (*txn)->put(put.db, put.key, put.value, put.mode); !st)
       return st.err();
-    if (auto* u = std::get_if<update_record>(&rec)) {
-      staged.touch(u->tx, at).updates.push_back(
-        pending_update{at, u->key, u->op,
-                       u->op ? op_digest(u->key, u->type, u->effect) : 0});
-    } else if (auto* p = std::get_if<prepare_record>(&rec)) {
-      auto& t = staged.touch(p->tx, at);
-      t.prepare_lsn = at;
-      t.prepare_time = p->prepare_time;
-    } else if (auto* c = std::get_if<commit_record>(&rec)) {
-      max_commit.merge(c->commit_time);
-      last_bloom = c->bloom_timestamp;
-      saw_commit = true;
-      new_decided.emplace_back(at, clock_top(c->commit_time));
-      // A late commit (checked above): folded now, not indexed.
-      const bool late_commit = checkpoint_.sequence > 0 && c->commit_time <= checkpoint_.time;
-      if (late_commit)
-        if (auto st = late(**txn, *c, at); !st)
-          return st.err();
-      if (auto tx = staged.take(c->tx)) {
-        // Prepared here (two-phase): the other participants may ask.
-        if (tx->prepare_lsn) {
-          if (auto st = (*txn)->put(
-                store_db::decisions, encode_tx_key(c->tx),
-                encode_decision_entry({tx_outcome::committed, at, clock_top(c->commit_time)}));
-              !st)
-            return st.err();
-          ++added;
-        }
-        for (const auto& u : tx->updates) {
-          auto k = encode_object_key(u.key); // checked when it was appended
-          if (!k)
-            return k.err();
-          if (!late_commit)
-            if (auto st = (*txn)->put(store_db::index, *k,
-                                      encode_index_value({at, u.position}));
-                !st)
-              return st.err();
-          // The exact record behind the FBF: this id committed at `at`.
-          if (u.op)
-            if (auto st = (*txn)->put(store_db::opids, encode_op_key(*u.op),
-                                      encode_op_entry({at, u.digest}));
-                !st)
-              return st.err();
-        }
-      }
-    } else if (auto* tr = std::get_if<term_record>(&rec)) {
-      new_terms.emplace_back(at, tr->term());
-    } else {
-      const auto& a = std::get<abort_record>(rec);
-      new_decided.emplace_back(at, 0);
-      if (auto tx = staged.take(a.tx); tx && tx->prepare_lsn) {
-        if (auto st = (*txn)->put(
-              store_db::decisions, encode_tx_key(a.tx),
-              encode_decision_entry({tx_outcome::aborted, at, tx->prepare_time}));
-            !st)
-          return st.err();
-        ++added;
+  for (const auto& [i, at] : plan->lates)
+    if (auto st = late(**txn, std::get<commit_record>(batch[i]), at); !st)
+      return st.err();
+  if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(plan->end)); !st)
+    return st.err();
+  if (auto st = commit_or_stop(**txn, plan->end - 1, "an append",
+                               durable ? commit_mode::durable : commit_mode::lazy);
+      !st)
+    return st.err();
+  const lsn first = plan->first;
+  apply_plan(*plan);
+  if (durable)
+    durable_ = next_ - 1;
+  if (tail_records_.empty())
+    tail_first_ = next_;
+  return lsn_range{first, next_ - 1};
+}
+
+expected<std::uint64_t> journal::replay_tail(std::string& stop_reason) {
+  auto bytes = env_->tail_read();
+  if (!bytes)
+    return bytes.err().code() == errc::unavailable ? expected<std::uint64_t>{0}
+                                                   : expected<std::uint64_t>{bytes.err()};
+  if (bytes->empty())
+    return std::uint64_t{0};
+  auto parsed = parse_tail(*bytes);
+  stop_reason = std::move(parsed.stop_reason);
+  std::vector<journal_record> missing;
+  for (auto& [at, rec] : parsed.records) {
+    if (at < next_)
+      continue; // LMDB has it (drained before the crash)
+    if (missing.empty() && at != next_)
+      return make_error(errc::corrupt,
+                        "the write-ahead tail of " + env_->path() + " resumes at LSN "
+                          + std::to_string(at) + " but the journal ends before LSN "
+                          + std::to_string(next_)
+                          + ": the records in between are missing; nothing was changed: "
+                            "restore this partition replica from its peers");
+    missing.push_back(std::move(rec));
+  }
+  if (!missing.empty())
+    if (auto r = append_direct(missing, nullptr, true); !r)
+      return r.err();
+  if (auto st = env_->tail_reset(); !st)
+    return st.err();
+  return std::uint64_t{missing.size()};
+}
+
+status journal::drain_tail() {
+  if (tail_records_.empty())
+    return {};
+  if (stopped_)
+    return stopped_error();
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  for (const auto& put : tail_puts_)
+    if (auto st = (*txn)->put(put.db, put.key, put.value, put.mode); !st)
+      return st;
+  if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(next_)); !st)
+    return st;
+  // Lazily: the tail file holds these records until the databases are
+  // synced (reset_tail_file).
+  if (auto st = commit_or_stop(**txn, next_ - 1, "a move of the write-ahead tail into LMDB",
+                               commit_mode::lazy);
+      !st)
+    return st;
+  tail_records_.clear();
+  tail_puts_.clear();
+  tail_opids_.clear();
+  tail_decisions_.clear();
+  tail_first_ = next_;
+  if (tail_file_bytes_ >= tail_file_limit_) {
+    if (mode_ != durability::none) {
+      if (auto st = env_->sync(); !st) {
+        stopped_ = make_error(
+          errc::io_error,
+          "journal at " + env_->path() + " stopped after a failed sync at LSN "
+            + std::to_string(next_ - 1) + " (" + st.err().to_string()
+            + "); it refuses writes until reopened, because the log's state on disk is unknown");
+        return *stopped_;
       }
     }
-    ++at;
+    reset_tail_file();
   }
-  if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(at)); !st)
-    return st.err();
-  if (auto st = commit_or_stop(**txn, at - 1, "an append"); !st)
-    return st.err();
+  return {};
+}
 
-  staged.apply_to(pending_);
-  decisions_added_ += added;
-  for (auto& [pos, t] : new_terms)
-    terms_[pos] = std::move(t);
-  decided_.insert(decided_.end(), new_decided.begin(), new_decided.end());
-  next_ = at;
-  if (mode_ == durability::full)
-    durable_ = at - 1;
-  if (saw_commit) {
-    max_commit_ = std::move(max_commit);
-    last_bloom_ = std::move(last_bloom);
-  }
-  return lsn_range{first, at - 1};
+void journal::reset_tail_file() {
+  // A failed reset leaves entries LMDB holds already: replay skips them,
+  // and the next checkpoint or drain tries again.
+  if (tail_records_.empty() && env_->tail_reset())
+    tail_file_bytes_ = 0;
+}
+
+status journal::copy_to(const std::string& dir) {
+  if (auto st = drain_tail(); !st)
+    return st;
+  return env_->copy_to(dir);
 }
 
 status journal::sync() {
@@ -757,7 +957,7 @@ status journal::sync() {
   if ((mode_ != durability::batch && mode_ != durability::periodic)
       || durable_ + 1 >= next_)
     return {};
-  if (auto st = env_->sync(); !st) {
+  if (auto st = tail_on_ ? env_->tail_sync() : env_->sync(); !st) {
     stopped_ = make_error(
       errc::io_error,
       "journal at " + env_->path() + " stopped after a failed sync at LSN "
@@ -774,7 +974,7 @@ std::optional<journal::sync_job> journal::background_sync() const {
   if (stopped_ || (mode_ != durability::batch && mode_ != durability::periodic)
       || durable_ + 1 >= next_ || !env_->sync_from_any_thread())
     return std::nullopt;
-  return sync_job{next_ - 1, env_};
+  return sync_job{next_ - 1, env_, tail_on_};
 }
 
 status journal::synced(lsn upto, const status& outcome) {
@@ -798,6 +998,10 @@ status journal::apply_checkpoint(
   const std::function<status(storage_txn&)>& writes) {
   if (stopped_)
     return stopped_error();
+  // The checkpoint's transaction edits the index and the log: the tail's
+  // records go in first.
+  if (auto st = drain_tail(); !st)
+    return st;
   relocated_.clear();
   const lsn t = plan.new_truncation_lsn;
   if (t < truncation_ || t > next_)
@@ -992,6 +1196,9 @@ status journal::apply_checkpoint(
   relocated_ = std::move(moved);
   if (mode == commit_mode::durable)
     durable_ = next_ - 1;
+  // LMDB now holds every record durably (mode none promises nothing).
+  if (tail_on_)
+    reset_tail_file();
   return {};
 }
 
@@ -1047,10 +1254,13 @@ expected<std::optional<lsn>> journal::find_committed_op(const op_id& id) {
 
 expected<std::optional<op_entry>>
 journal::find_committed_op_entry(const op_id& id) {
+  const std::string key = encode_op_key(id);
+  if (auto t = tail_opids_.find(key); t != tail_opids_.end())
+    return std::optional<op_entry>{t->second};
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();
-  auto got = (*txn)->get(store_db::opids, encode_op_key(id));
+  auto got = (*txn)->get(store_db::opids, key);
   if (!got)
     return got.err();
   if (!got->has_value())
@@ -1062,10 +1272,13 @@ journal::find_committed_op_entry(const op_id& id) {
 }
 
 expected<std::optional<decision_entry>> journal::find_decision(const tx_id& tx) {
+  const std::string key = encode_tx_key(tx);
+  if (auto t = tail_decisions_.find(key); t != tail_decisions_.end())
+    return std::optional<decision_entry>{t->second};
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();
-  auto got = (*txn)->get(store_db::decisions, encode_tx_key(tx));
+  auto got = (*txn)->get(store_db::decisions, key);
   if (!got)
     return got.err();
   if (!got->has_value())
@@ -1084,6 +1297,9 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
   std::vector<committed_effect> out;
   if (after_lsn == std::numeric_limits<lsn>::max())
     return out;
+  // The index of the tail's commits is written by its drain.
+  if (auto st = drain_tail(); !st)
+    return st.err();
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();
@@ -1187,6 +1403,24 @@ status journal::scan(lsn from, lsn to,
                      const std::function<bool(lsn, const journal_record&)>& visit) {
   if (from >= to)
     return {};
+  // The write-ahead tail's records are read in memory: [tail_first_, next_).
+  const lsn lmdb_end = tail_records_.empty() ? to : std::min(to, tail_first_);
+  if (from < lmdb_end) {
+    bool stopped_early = false;
+    if (auto st = scan_lmdb(from, lmdb_end, visit, stopped_early); !st || stopped_early)
+      return st;
+  }
+  if (tail_records_.empty())
+    return {};
+  for (lsn at = std::max(from, tail_first_); at < to && at < next_; ++at)
+    if (!visit(at, tail_records_[at - tail_first_]))
+      break;
+  return {};
+}
+
+status journal::scan_lmdb(lsn from, lsn to,
+                          const std::function<bool(lsn, const journal_record&)>& visit,
+                          bool& stopped_early) {
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();
@@ -1203,8 +1437,10 @@ status journal::scan(lsn from, lsn to,
     auto rec = decode_record((*cur)->value());
     if (!rec)
       return corrupt_at(*at, rec.err());
-    if (!visit(*at, *rec))
+    if (!visit(*at, *rec)) {
+      stopped_early = true;
       break;
+    }
   }
   if (!more)
     return more.err();
@@ -1212,6 +1448,8 @@ status journal::scan(lsn from, lsn to,
 }
 
 expected<journal_stats> journal::stats() {
+  if (auto st = drain_tail(); !st)
+    return st.err();
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();

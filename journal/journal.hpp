@@ -17,6 +17,18 @@
 //
 // Group commit: append() writes a whole batch in one LMDB transaction.
 //
+// The write-ahead tail (journal_options::write_ahead_tail; docs/STORAGE.md,
+// "The write-ahead tail"): append() instead writes the batch's records to
+// the store's tail file (one write(2)), keeps them in memory, and moves
+// them into LMDB in bulk, one LMDB transaction for up to
+// tail_drain_records records (drain_tail()). The tail is what durability
+// syncs; the databases are synced before the tail file is emptied (at a
+// checkpoint, or when the file grows past tail_file_limit). Readers see
+// one log either way: scan(), find_committed_op() and find_decision()
+// read the tail in memory, and what reads LMDB's index or copies the store
+// drains it first. Opening a store replays a tail left by a crash into
+// LMDB, whatever the option says.
+//
 // Durability (docs/STORAGE.md, "Durability modes"):
 //   full   append() makes the batch durable before it returns (an LMDB
 //          commit ordered as data sync, then meta page write and sync);
@@ -89,6 +101,14 @@ struct journal_options {
   /// verifies the log and rebuilds the transaction and FBF state; keys are
   /// then read through the index on demand.
   bool collect_effects = true;
+  /// Appends go through the write-ahead tail (see the file comment).
+  bool write_ahead_tail = false;
+  /// With the tail: records kept in memory before they move into LMDB in
+  /// one transaction.
+  std::uint64_t tail_drain_records = 1024;
+  /// With the tail: once the file is this large, a drain also syncs the
+  /// databases and empties it (checkpoints empty it before that).
+  std::uint64_t tail_file_limit = std::uint64_t{8} << 20;
 };
 
 /// LSNs [first, last] of one appended batch; empty when last < first.
@@ -166,6 +186,11 @@ struct recovery_result {
   /// `decisions` entries written from the log because the store had none
   /// (a store written before the decision index existed).
   std::uint64_t decisions_backfilled = 0;
+  /// Records a crash left only in the write-ahead tail, moved into LMDB at
+  /// open; and why the tail's reading stopped before its end ("" if it
+  /// did not: a torn last write, never acknowledged).
+  std::uint64_t tail_replayed = 0;
+  std::string tail_stop_reason;
 };
 
 /// Sizes, from LMDB's own statistics.
@@ -297,6 +322,9 @@ public:
   struct sync_job {
     lsn upto = 0;
     std::shared_ptr<storage_env> env;
+    bool tail = false; // sync the write-ahead tail, not the databases
+    /// The sync itself: env->tail_sync() or env->sync().
+    status run() const { return tail ? env->tail_sync() : env->sync(); }
   };
   /// The sync that would make everything appended so far durable; nullopt
   /// when there is nothing to sync (mode full or none, all durable, the
@@ -412,15 +440,56 @@ public:
 
   /// A consistent copy of the whole store into the empty directory `dir`
   /// (storage_env::copy_to): the journal, its index, the checkpoint and
-  /// `opids`, LSN for LSN.
-  status copy_to(const std::string& dir) { return env_->copy_to(dir); }
+  /// `opids`, LSN for LSN (the write-ahead tail is drained first).
+  status copy_to(const std::string& dir);
+
+  /// Moves the records of the write-ahead tail into LMDB in one
+  /// transaction (lazily committed: the tail file still holds them). A
+  /// no-op without the tail or with nothing to move. Errors: those of a
+  /// commit; errc::storage_full keeps the records in memory and the
+  /// journal usable, any other stops it.
+  status drain_tail();
+  /// Records in the write-ahead tail not yet moved into LMDB.
+  std::uint64_t tail_records() const noexcept { return tail_records_.size(); }
 
   /// The I/O seam, for checkpoint/ (same single-threaded contract).
   storage_env& env() noexcept { return *env_; }
 
 private:
   journal(std::shared_ptr<storage_env> env, const journal_options& opts)
-      : env_(std::move(env)), mode_(opts.mode), partition_(opts.partition_id) {}
+      : env_(std::move(env)), mode_(opts.mode), partition_(opts.partition_id),
+        tail_on_(opts.write_ahead_tail), tail_drain_records_(opts.tail_drain_records),
+        tail_file_limit_(opts.tail_file_limit) {}
+
+  // One LMDB write an append makes, planned before any is made.
+  struct planned_put {
+    store_db db;
+    std::string key;
+    std::string value;
+    put_mode mode = put_mode::upsert;
+  };
+  struct append_plan; // journal.cpp
+  // Plans the LMDB writes of `batch` at the log's end; with `with_entries`
+  // its tail entries go to tail_buf_ too.
+  expected<append_plan> plan_append(const std::vector<journal_record>& batch,
+                                    bool with_entries);
+  // The in-memory state the planned batch leaves, once it is written.
+  void apply_plan(append_plan& plan);
+  // Appends `batch` in one LMDB transaction (the path without the tail,
+  // and with it for late commits and replay).
+  expected<lsn_range> append_direct(const std::vector<journal_record>& batch,
+                                    const late_fold_fn& late, bool durable);
+  // Replays a write-ahead tail left by a crash (open): its records above
+  // the log's end are appended to LMDB, durably; the file is emptied.
+  // Returns how many were replayed.
+  expected<std::uint64_t> replay_tail(std::string& stop_reason);
+  // scan() of the records in LMDB; `stopped_early` when `visit` said stop.
+  status scan_lmdb(lsn from, lsn to,
+                   const std::function<bool(lsn, const journal_record&)>& visit,
+                   bool& stopped_early);
+  // Empties the tail file once LMDB holds every record durably (after a
+  // durable checkpoint, or a sync when the file is past its limit).
+  void reset_tail_file();
 
   // Recovery: reads meta, verifies and replays the log, cuts a bad tail.
   expected<recovery_result> recover(bool collect_effects);
@@ -439,7 +508,7 @@ private:
   status sweep_decisions(storage_txn& txn, std::uint64_t& dropped);
 
   // Commits `txn`; on failure applies the fail-stop rule for `last`.
-  status commit_or_stop(storage_txn& txn, lsn last, const char* what);
+  status commit_or_stop(storage_txn& txn, lsn last, const char* what, commit_mode mode);
   error stopped_error() const;
 
   std::shared_ptr<storage_env> env_;
@@ -469,6 +538,19 @@ private:
   copy_term promised_term_; // meta `promised_term`
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
+
+  // The write-ahead tail: records [tail_first_, next_) are in the tail file
+  // and here, not yet in LMDB; tail_puts_ are their LMDB writes, in order.
+  bool tail_on_;
+  std::uint64_t tail_drain_records_;
+  std::uint64_t tail_file_limit_;
+  lsn tail_first_ = 1;
+  std::deque<journal_record> tail_records_;
+  std::vector<planned_put> tail_puts_;
+  std::unordered_map<std::string, op_entry> tail_opids_;         // by encoded op id
+  std::unordered_map<std::string, decision_entry> tail_decisions_; // by encoded tx id
+  std::uint64_t tail_file_bytes_ = 0; // written since the file was emptied
+  std::string tail_buf_;              // reused entry buffer
 };
 
 } // namespace tally

@@ -3,10 +3,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 #include <vector>
 
+#include <fcntl.h>
 #include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.hpp"
 #include "journal/lmdb_file_check.hpp"
@@ -327,6 +332,8 @@ expected<std::unique_ptr<lmdb_env>> lmdb_env::open(const lmdb_options& opts) {
 }
 
 lmdb_env::~lmdb_env() {
+  if (int fd = tail_fd_.load(); fd >= 0)
+    ::close(fd);
   forget_storage_mapping(map_addr_);
   mdb_env_close(env_);
 }
@@ -364,6 +371,84 @@ expected<env_stats> lmdb_env::stats() {
 status lmdb_env::copy_to(const std::string& dir) {
   if (int rc = mdb_env_copy2(env_, dir.c_str(), MDB_CP_COMPACT); rc != 0)
     return make_lmdb_error(rc, "copy to " + dir);
+  return {};
+}
+
+// ---- the write-ahead tail (docs/STORAGE.md, "The write-ahead tail") ----
+
+namespace {
+
+std::string tail_path(const std::string& dir) { return dir + "/tail.log"; }
+
+} // namespace
+
+status lmdb_env::tail_append(std::string_view bytes) {
+  int fd = tail_fd_.load();
+  if (fd < 0) {
+    fd = ::open(tail_path(path_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return make_lmdb_error(errno, "open the write-ahead tail " + tail_path(path_));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      int e = errno;
+      ::close(fd);
+      return make_lmdb_error(e, "stat the write-ahead tail " + tail_path(path_));
+    }
+    tail_size_ = static_cast<std::uint64_t>(st.st_size);
+    tail_fd_.store(fd);
+  }
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : ENOSPC;
+      // Cut what got written, so the file ends on a whole entry again.
+      if (done > 0 && ::ftruncate(fd, static_cast<off_t>(tail_size_)) != 0)
+        return make_lmdb_error(errno, "cut a failed append to the write-ahead tail");
+      return make_lmdb_error(e, "append to the write-ahead tail");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  tail_size_ += bytes.size();
+  return {};
+}
+
+status lmdb_env::tail_sync() {
+  int fd = tail_fd_.load();
+  if (fd < 0)
+    return {}; // nothing appended by this process: the file was synced at open
+  if (::fdatasync(fd) != 0)
+    return make_lmdb_error(errno, "sync the write-ahead tail");
+  return {};
+}
+
+expected<std::string> lmdb_env::tail_read() {
+  std::ifstream in{tail_path(path_), std::ios::binary};
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(tail_path(path_), ec) && !ec)
+      return std::string{};
+    return make_error(errc::io_error, "cannot read the write-ahead tail " + tail_path(path_));
+  }
+  std::string out{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  if (in.bad())
+    return make_error(errc::io_error, "cannot read the write-ahead tail " + tail_path(path_));
+  return out;
+}
+
+status lmdb_env::tail_reset() {
+  int fd = tail_fd_.load();
+  if (fd < 0) {
+    // Not opened by this process: truncate it by path, if it exists.
+    if (::truncate(tail_path(path_).c_str(), 0) != 0 && errno != ENOENT)
+      return make_lmdb_error(errno, "empty the write-ahead tail");
+    return {};
+  }
+  if (::ftruncate(fd, 0) != 0)
+    return make_lmdb_error(errno, "empty the write-ahead tail");
+  tail_size_ = 0;
   return {};
 }
 

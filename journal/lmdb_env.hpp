@@ -12,6 +12,7 @@
 // flags may be reset at run time (mdb.c, mdb_env_open2).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +82,14 @@ public:
   /// mdb_env_copy2 with compaction: a consistent copy while writes go on.
   status copy_to(const std::string& dir) override;
 
+  /// The write-ahead tail is `tail.log` in the directory, opened with
+  /// O_APPEND at its first append; tail_sync() is an fdatasync of it from
+  /// any thread.
+  status tail_append(std::string_view bytes) override;
+  status tail_sync() override;
+  expected<std::string> tail_read() override;
+  status tail_reset() override;
+
   std::uint64_t map_size() const noexcept { return map_size_; }
 
   /// lmdb_error() for this environment.
@@ -97,6 +106,10 @@ private:
   unsigned dbis_[store_db_count] = {};
   std::string path_;
   std::uint64_t map_size_;
+  // tail.log: -1 until the first append. Read by tail_sync() on a sync
+  // thread, hence atomic; never closed before the destructor.
+  std::atomic<int> tail_fd_{-1};
+  std::uint64_t tail_size_ = 0; // its length, where a failed write is cut
 };
 
 } // namespace tally

@@ -165,6 +165,37 @@ public:
   virtual status copy_to(const std::string& dir) {
     return make_error(errc::unavailable, "this store cannot be copied to " + dir);
   }
+
+  // ---- The write-ahead tail (docs/STORAGE.md, "The write-ahead tail") ----
+  // An append-only file beside the databases (`tail.log`) where the journal
+  // writes its newest records before it moves them into the databases in
+  // bulk. Where a seam has no tail, every call is errc::unavailable.
+
+  /// Appends `bytes` at the end of the tail file, through the page cache:
+  /// they survive a process crash at once and a power loss after the next
+  /// successful tail_sync(). On failure the file keeps no part of them
+  /// (a partial write is cut): errc::storage_full for a full disk or file
+  /// size limit, errc::io_error otherwise.
+  virtual status tail_append(std::string_view bytes) {
+    (void)bytes;
+    return make_error(errc::unavailable, "this store has no write-ahead tail");
+  }
+  /// Makes every tail_append() so far durable (an fdatasync of the file).
+  /// May run on another thread than the owner's, concurrently with its
+  /// appends and resets, where sync_from_any_thread() says so.
+  virtual status tail_sync() {
+    return make_error(errc::unavailable, "this store has no write-ahead tail");
+  }
+  /// The whole tail file as it is now ("" when there is none).
+  virtual expected<std::string> tail_read() {
+    return make_error(errc::unavailable, "this store has no write-ahead tail");
+  }
+  /// Empties the tail file. The caller first makes everything in it durable
+  /// in the databases (sync()): a power loss may undo the reset, which
+  /// leaves records the databases hold already.
+  virtual status tail_reset() {
+    return make_error(errc::unavailable, "this store has no write-ahead tail");
+  }
 };
 
 } // namespace tally
