@@ -86,6 +86,9 @@ struct node_config {
   /// the shard threads (--sync-threads; journal/background_syncer.hpp):
   /// fdatasyncs of different files overlap in the kernel and the device.
   std::size_t sync_threads = 16;
+  /// Journals append through their write-ahead tail (journal_options::
+  /// write_ahead_tail; docs/STORAGE.md, "The write-ahead tail").
+  bool journal_tail = true;
   /// The node-to-node port (docs/CLUSTER.md). nullopt: the one this data
   /// dir used before, else client port + 1000, else (client port 0) any.
   std::optional<std::uint16_t> cluster_port;

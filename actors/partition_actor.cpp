@@ -240,7 +240,7 @@ void start_sync(partition_self self) {
     return;
   st.sync_running = true;
   caf::actor me{self};
-  st.syncer->run(std::move(job->env), [me, upto = job->upto](status outcome) {
+  st.syncer->run([job = *job] { return job.run(); }, [me, upto = job->upto](status outcome) {
     caf::anon_send(me, synced_atom::value, static_cast<std::uint64_t>(upto),
                    outcome ? std::string{} : outcome.err().to_string());
   });

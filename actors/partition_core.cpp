@@ -122,6 +122,7 @@ partition_core::open(partition_options opts) {
   jo.collect_effects = false; // keys load on demand through the index
   jo.map_size = o.map_size;
   jo.must_exist = o.must_exist;
+  jo.write_ahead_tail = o.write_ahead_tail;
   auto opened = journal::open(jo, o.env);
   if (!opened)
     return opened.err();
@@ -134,6 +135,14 @@ partition_core::open(partition_options opts) {
         .count())
     + o.fbf_margin_us;
   auto& rec = opened->recovery;
+  if (rec.tail_replayed > 0 || !rec.tail_stop_reason.empty())
+    tally::log(log_level::info, "partition ", o.index, " (", o.path, "): moved ",
+               rec.tail_replayed, " records a crash left in the write-ahead tail into the journal",
+               rec.tail_stop_reason.empty() ? std::string{}
+                                            : "; the rest of the tail file is not records of "
+                                              "this log (a torn last write, never acknowledged, "
+                                              "or an emptied file's old bytes): "
+                                                + rec.tail_stop_reason);
   auto cache = object_cache::make(o.cache);
   if (!cache)
     return cache.err();

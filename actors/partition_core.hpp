@@ -151,6 +151,9 @@ struct partition_options {
   /// In mode batch an appended batch is applied (its commits visible,
   /// answered by the owner) only once synced() reports a sync covering it.
   bool sync_elsewhere = false;
+  /// The journal appends through its write-ahead tail
+  /// (journal_options::write_ahead_tail).
+  bool write_ahead_tail = false;
   /// Where a replica's dependency checks are added up with the other
   /// copies' of the node (check_dependencies; `tally cluster status`);
   /// null: kept per partition only.

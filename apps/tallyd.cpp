@@ -117,6 +117,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
   --io-threads N          shard threads: client I/O and, by default, the
                           partitions, dealt out among them (default: half
                           the cores, at least 1)
+  --journal-tail on|off   journals append through a write-ahead tail file
+                          and move records into LMDB in bulk (default on;
+                          docs/STORAGE.md, "The write-ahead tail"); off: an
+                          LMDB transaction per group commit
   --sync-threads N        threads that sync the journals of partitions on
                           shard threads (durability batch, periodic;
                           default 16)
@@ -329,6 +333,13 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.limits.max_shard_in_flight = parse_positive(key, v, 1u << 24);
   } else if (key == "io-threads") {
     cfg.io_threads = parse_positive(key, v, 64);
+  } else if (key == "journal-tail") {
+    if (v == "on")
+      cfg.journal_tail = true;
+    else if (v == "off")
+      cfg.journal_tail = false;
+    else
+      throw bad_flag{"--journal-tail takes on or off, not '" + v + "'"};
   } else if (key == "sync-threads") {
     cfg.sync_threads = parse_positive(key, v, 64);
   } else if (key == "max-clock-skew-ms") {

@@ -27,15 +27,19 @@ background_syncer::~background_syncer() {
 
 void background_syncer::run(std::shared_ptr<storage_env> env,
                             std::function<void(status)> done) {
+  run([env = std::move(env)] { return env->sync(); }, std::move(done));
+}
+
+void background_syncer::run(std::function<status()> sync, std::function<void(status)> done) {
   {
     std::lock_guard<std::mutex> g{mu_};
     if (!stopping_) {
-      jobs_.push_back(job{std::move(env), std::move(done)});
+      jobs_.push_back(job{std::move(sync), std::move(done)});
       wake_.notify_one();
       return;
     }
   }
-  done(env->sync());
+  done(sync());
 }
 
 std::size_t background_syncer::pending() const {
@@ -53,7 +57,7 @@ void background_syncer::loop() {
     jobs_.pop_front();
     ++running_;
     lock.unlock();
-    auto outcome = j.env->sync();
+    auto outcome = j.sync();
     j.done(std::move(outcome));
     j = job{};
     lock.lock();

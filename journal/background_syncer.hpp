@@ -40,13 +40,16 @@ public:
   /// that thread (it must hand the outcome on, not block). After the
   /// destructor began, the job runs on the caller's thread instead.
   void run(std::shared_ptr<storage_env> env, std::function<void(status)> done);
+  /// The same with any sync: `sync` (for example a journal::sync_job's
+  /// run(), which may sync the write-ahead tail) instead of env->sync().
+  void run(std::function<status()> sync, std::function<void(status)> done);
 
   /// Jobs waiting or running now (for tests and status).
   std::size_t pending() const;
 
 private:
   struct job {
-    std::shared_ptr<storage_env> env;
+    std::function<status()> sync;
     std::function<void(status)> done;
   };
   void loop();
