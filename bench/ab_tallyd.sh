@@ -16,11 +16,13 @@
 #          interactive:2:2 3 10
 #
 # Environment: TALLY_BENCH (default build/bin/tally-bench), TALLYD_ARGS
-# (default "--durability periodic"), CONNECTIONS (32), KEYS (1000),
-# PORT (first port, default 18400). Static modes run --ratio 80:20.
+# (default "--durability periodic"), OLD_ARGS and NEW_ARGS (more flags for
+# one side only: the same binary twice with OLD_ARGS="--journal-tail off"
+# is an A/B of one setting), CONNECTIONS (32), KEYS (1000), PORT (first
+# port, default 18400). Static modes run --ratio 80:20.
 set -euo pipefail
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ] || [ $# -lt 3 ]; then
-  sed -n 2,20p "$0" | sed 's/^# \{0,1\}//'
+  sed -n 2,22p "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 3 ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ] || exit 2
   exit 0
 fi
@@ -33,11 +35,11 @@ case $mode in static-*) extra=(--ratio 80:20) ;; esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/tally-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-run_one() { # $1 binary, $2 port, $3 label
+run_one() { # $1 binary, $2 port, $3 label, $4 flags for this side
   local d="$work/data.$2" pid ps_pid t1 t2 out n sc pw wv
   mkdir -p "$d"
   # shellcheck disable=SC2086
-  "$1" --port "$2" --data-dir "$d" $args --log-level warn >"$d.log" 2>&1 &
+  "$1" --port "$2" --data-dir "$d" $args $4 --log-level warn >"$d.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && break; sleep 0.1; done
   "$bench" run --target "antidote://127.0.0.1:$2" --mode "$mode" "${extra[@]}" \
@@ -66,6 +68,6 @@ run_one() { # $1 binary, $2 port, $3 label
 }
 
 for _ in $(seq "$rounds"); do
-  port=$((port + 1)); run_one "$old" "$port" old
-  port=$((port + 1)); run_one "$new" "$port" new
+  port=$((port + 1)); run_one "$old" "$port" old "${OLD_ARGS:-}"
+  port=$((port + 1)); run_one "$new" "$port" new "${NEW_ARGS:-}"
 done

@@ -3,7 +3,8 @@
 // fixed-format line per result: median, min and max over the runs
 // (bench/bench_harness.hpp).
 //
-//   append     records/s per durability mode and batch size (1, 64, 1024);
+//   append     records/s per durability mode and batch size (1, 64, 1024),
+//              without and with the write-ahead tail (".tail");
 //              in mode batch the window is one append: append, then sync()
 //   read       one key from checkpoint + journal, through the index
 //              (checkpoint_store::load) and by scanning the log
@@ -253,12 +254,14 @@ void bench_append(const options& o) {
   struct config {
     durability mode;
     std::size_t batch;
+    bool tail; // journal_options::write_ahead_tail
     std::uint64_t records;
     std::vector<double> rates;
   };
   std::vector<config> configs;
   for (auto mode : {durability::full, durability::batch, durability::none}) {
     for (std::size_t batch : {std::size_t{1}, std::size_t{64}, std::size_t{1024}}) {
+     for (bool tail : {false, true}) {
       // Enough records for a stable rate, few enough that a sync per record
       // (0.25-3 ms on a shared disk) stays within seconds.
       std::uint64_t records = mode == durability::none ? 200000 : batch * 200;
@@ -266,7 +269,8 @@ void bench_append(const options& o) {
         records = 1000;
       if (o.quick)
         records = std::max<std::uint64_t>(batch * 8, records / 20);
-      configs.push_back(config{mode, batch, records, {}});
+      configs.push_back(config{mode, batch, tail, records, {}});
+     }
     }
   }
   // Runs are interleaved across configurations, so a burst of someone
@@ -274,7 +278,9 @@ void bench_append(const options& o) {
   for (int r = 0; r < o.runs; ++r) {
     for (auto& c : configs) {
       scratch_dir dir{o.dir};
-      auto opened = must(journal::open(journal_opts(dir.sub("p"), c.mode)), "open");
+      auto jo = journal_opts(dir.sub("p"), c.mode);
+      jo.write_ahead_tail = c.tail;
+      auto opened = must(journal::open(jo), "open");
       auto& j = *opened.log;
       workload w{o.seed + static_cast<std::uint64_t>(r), o.keys};
       std::vector<std::vector<journal_record>> batches;
@@ -296,7 +302,7 @@ void bench_append(const options& o) {
   }
   for (const auto& c : configs)
     bench::print_line("append." + std::string{to_string(c.mode)} + ".batch"
-                        + std::to_string(c.batch),
+                        + std::to_string(c.batch) + (c.tail ? ".tail" : ""),
                       bench::summarize(c.rates), o.runs, "rec/s");
 }
 
