@@ -136,8 +136,8 @@ partition_core::open(partition_options opts) {
     + o.fbf_margin_us;
   auto& rec = opened->recovery;
   if (rec.tail_replayed > 0 || !rec.tail_stop_reason.empty())
-    tally::log(log_level::info, "partition ", o.index, " (", o.path, "): moved ",
-               rec.tail_replayed, " records a crash left in the write-ahead tail into the journal",
+    tally::log(log_level::info, "partition ", o.index, " (", o.path, "): took in ",
+               rec.tail_replayed, " records a crash left in the write-ahead tail",
                rec.tail_stop_reason.empty() ? std::string{}
                                             : "; the rest of the tail file is not records of "
                                               "this log (a torn last write, never acknowledged, "

@@ -282,10 +282,10 @@ expected<std::string> fault_env::tail_read() {
   return inner_->tail_read();
 }
 
-status fault_env::tail_reset() {
+status fault_env::tail_truncate(std::uint64_t size) {
   if (!inner_)
     return unavailable();
-  return inner_->tail_reset();
+  return inner_->tail_truncate(size);
 }
 
 } // namespace tally

@@ -85,11 +85,11 @@ public:
   /// sync (faults fire there as for the databases). crash() puts back the
   /// tail file as its last successful tail_sync() left it; a reset is not
   /// taken as synced, so a crash after one may bring old entries back (the
-  /// journal skips them: docs/STORAGE.md).
+  /// journal skips them: docs/STORAGE.md). The same for a cut.
   status tail_append(std::string_view bytes) override;
   status tail_sync() override;
   expected<std::string> tail_read() override;
-  status tail_reset() override;
+  status tail_truncate(std::uint64_t size) override;
 
   // Used by the wrapped transactions and cursors.
   /// The injected error if the next operation at `p` must fail, else ok.

@@ -140,6 +140,31 @@ error corrupt_at(lsn at, const error& cause) {
 
 } // namespace
 
+// What an append will write, planned before anything is written: the LMDB
+// puts and the in-memory state the batch leaves (applied once it is
+// written). The same plan serves the path without the tail, the tail and
+// the tail's drain.
+struct journal::append_plan {
+  explicit append_plan(const pending_overlay::map& pending) : staged(pending) {}
+  pending_overlay staged;
+  vector_clock max_commit;
+  std::string last_bloom;
+  bool saw_commit = false;
+  std::uint64_t decisions_added = 0;
+  std::vector<std::pair<lsn, copy_term>> new_terms;
+  std::vector<planned_put> puts;
+  // Late commits: the record's index in the batch and its LSN.
+  std::vector<std::pair<std::size_t, lsn>> lates;
+  // What the tail must answer before its drain: `opids`, `decisions` and
+  // the index.
+  std::vector<std::pair<std::string, op_entry>> op_ids;
+  std::vector<std::pair<std::string, decision_entry>> decisions;
+  std::vector<std::pair<std::string, index_value>> index_entries;
+  std::uint64_t put_bytes = 0; // keys and values of `puts`
+  lsn first = 0;
+  lsn end = 0; // one past the last LSN
+};
+
 const char* to_string(durability d) noexcept {
   switch (d) {
     case durability::full: return "full";
@@ -164,20 +189,6 @@ expected<opened_journal> journal::open(const journal_options& opts,
   auto rec = j->recover(opts.collect_effects);
   if (!rec)
     return rec.err();
-  // Records a crash left only in the write-ahead tail go into LMDB, and
-  // recovery runs again over the whole log: what it rebuilds is the log's.
-  std::string stop_reason;
-  auto replayed = j->replay_tail(stop_reason);
-  if (!replayed)
-    return replayed.err();
-  if (*replayed > 0) {
-    j.reset(new journal(env, opts));
-    rec = j->recover(opts.collect_effects);
-    if (!rec)
-      return rec.err();
-  }
-  rec->tail_replayed = *replayed;
-  rec->tail_stop_reason = std::move(stop_reason);
   return opened_journal{std::move(j), std::move(*rec)};
 }
 
@@ -310,6 +321,59 @@ expected<recovery_result> journal::recover(bool collect_effects) {
   std::string first_bad_reason;
   lsn last_valid = 0;
   const bool has_checkpoint = checkpoint_.sequence > 0;
+  // What every valid record adds to the state recovery rebuilds: the
+  // records in LMDB, then those a crash left only in the write-ahead tail.
+  auto visit_record = [&](lsn pos, journal_record& record) {
+    std::visit(
+      [&](auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, update_record>) {
+          auto& t = txs[r.tx];
+          if (t.first_lsn == 0)
+            t.first_lsn = pos;
+          t.updates.emplace_back(pos, std::move(r));
+        } else if constexpr (std::is_same_v<T, prepare_record>) {
+          auto& t = txs[r.tx];
+          if (t.first_lsn == 0)
+            t.first_lsn = pos;
+          t.prepare = r;
+          t.prepare_lsn = pos;
+        } else if constexpr (std::is_same_v<T, term_record>) {
+          terms_[pos] = r.term();
+        } else if constexpr (std::is_same_v<T, commit_record>) {
+          max_commit_.merge(r.commit_time);
+          last_bloom_ = r.bloom_timestamp;
+          decided_.emplace_back(pos, clock_top(r.commit_time));
+          auto it = txs.find(r.tx);
+          if (it == txs.end())
+            return; // its updates were truncated with the checkpoint
+          if (it->second.prepare)
+            decisions.emplace_back(r.tx, decision_entry{tx_outcome::committed, pos,
+                                                        clock_top(r.commit_time)});
+          bool folded = has_checkpoint && r.commit_time <= checkpoint_.time;
+          for (auto& [upos, u] : it->second.updates) {
+            if (u.op)
+              out.op_ids.push_back(
+                recovered_op{*u.op, u.key.bucket, r.wall_time_us, pos});
+            if (collect_effects && !folded)
+              out.effects[u.key].push_back(committed_effect{
+                upos, r.tx, r.commit_time, std::move(u.effect), pos, u.type});
+          }
+          txs.erase(it);
+        } else {
+          static_assert(std::is_same_v<T, abort_record>);
+          decided_.emplace_back(pos, 0); // read by every checkpoint
+          auto it = txs.find(r.tx);
+          if (it == txs.end())
+            return;
+          if (it->second.prepare)
+            decisions.emplace_back(r.tx, decision_entry{tx_outcome::aborted, pos,
+                                                        it->second.prepare->prepare_time});
+          txs.erase(it);
+        }
+      },
+      record);
+  };
   {
     auto txn = env_->begin(false);
     if (!txn)
@@ -346,59 +410,85 @@ expected<recovery_result> journal::recover(bool collect_effects) {
                               "partition replica from its peers");
       last_valid = pos;
       ++out.records;
-      std::visit(
-        [&](auto& r) {
-          using T = std::decay_t<decltype(r)>;
-          if constexpr (std::is_same_v<T, update_record>) {
-            auto& t = txs[r.tx];
-            if (t.first_lsn == 0)
-              t.first_lsn = pos;
-            t.updates.emplace_back(pos, std::move(r));
-          } else if constexpr (std::is_same_v<T, prepare_record>) {
-            auto& t = txs[r.tx];
-            if (t.first_lsn == 0)
-              t.first_lsn = pos;
-            t.prepare = r;
-            t.prepare_lsn = pos;
-          } else if constexpr (std::is_same_v<T, term_record>) {
-            terms_[pos] = r.term();
-          } else if constexpr (std::is_same_v<T, commit_record>) {
-            max_commit_.merge(r.commit_time);
-            last_bloom_ = r.bloom_timestamp;
-            decided_.emplace_back(pos, clock_top(r.commit_time));
-            auto it = txs.find(r.tx);
-            if (it == txs.end())
-              return; // its updates were truncated with the checkpoint
-            if (it->second.prepare)
-              decisions.emplace_back(r.tx, decision_entry{tx_outcome::committed, pos,
-                                                          clock_top(r.commit_time)});
-            bool folded = has_checkpoint && r.commit_time <= checkpoint_.time;
-            for (auto& [upos, u] : it->second.updates) {
-              if (u.op)
-                out.op_ids.push_back(
-                  recovered_op{*u.op, u.key.bucket, r.wall_time_us, pos});
-              if (collect_effects && !folded)
-                out.effects[u.key].push_back(committed_effect{
-                  upos, r.tx, r.commit_time, std::move(u.effect), pos, u.type});
-            }
-            txs.erase(it);
-          } else {
-            static_assert(std::is_same_v<T, abort_record>);
-            decided_.emplace_back(pos, 0); // read by every checkpoint
-            auto it = txs.find(r.tx);
-            if (it == txs.end())
-              return;
-            if (it->second.prepare)
-              decisions.emplace_back(r.tx, decision_entry{tx_outcome::aborted, pos,
-                                                          it->second.prepare->prepare_time});
-            txs.erase(it);
-          }
-        },
-        *rec);
+      visit_record(pos, *rec);
     }
     if (!more)
       return more.err();
   }
+
+  // The undecided state a transaction's records left (step 4, and the
+  // write-ahead tail's plan below).
+  auto pending_of = [](const recovering_tx& t) {
+    pending_tx p;
+    p.first_lsn = t.first_lsn;
+    if (t.prepare) {
+      p.prepare_lsn = t.prepare_lsn;
+      p.prepare_time = t.prepare->prepare_time;
+    }
+    for (const auto& [upos, u] : t.updates)
+      p.updates.push_back(pending_update{
+        upos, u.key, u.op, u.op ? op_digest(u.key, u.type, u.effect) : 0});
+    return p;
+  };
+
+  // 2b. The write-ahead tail (docs/STORAGE.md, "The write-ahead tail"):
+  //     records from LMDB's end on that a crash left only there are taken
+  //     in as the journal's tail, as if just appended. Nothing is written
+  //     (a node with no room left must still open and serve reads): their
+  //     LMDB writes are planned against the state at LMDB's end and made
+  //     by the next drain.
+  const lsn lmdb_end = next_; // meta next_lsn
+  std::uint64_t tail_file_size = 0;
+  std::uint64_t tail_valid_bytes = 0;
+  std::uint64_t adopted = 0;
+  {
+    auto bytes = env_->tail_read();
+    if (!bytes && bytes.err().code() != errc::unavailable)
+      return bytes.err();
+    if (bytes && !bytes->empty()) {
+      tail_file_size = bytes->size();
+      auto parsed = parse_tail(*bytes);
+      out.tail_stop_reason = std::move(parsed.stop_reason);
+      tail_valid_bytes = parsed.valid_bytes;
+      std::vector<std::pair<lsn, journal_record>> found;
+      for (auto& [at, rec] : parsed.records) {
+        if (at < lmdb_end)
+          continue; // LMDB has it: drained before the crash
+        if (found.empty() && at != lmdb_end)
+          return make_error(errc::corrupt,
+                            "the write-ahead tail of " + env_->path() + " resumes at LSN "
+                              + std::to_string(at) + " but the journal ends before LSN "
+                              + std::to_string(lmdb_end)
+                              + ": the records in between are missing; nothing was changed: "
+                                "restore this partition replica from its peers");
+        found.emplace_back(at, std::move(rec));
+      }
+      if (!found.empty()) {
+        for (const auto& [tx, t] : txs)
+          pending_.emplace(tx, pending_of(t));
+        std::vector<journal_record> records;
+        records.reserve(found.size());
+        for (const auto& [at, rec] : found)
+          records.push_back(rec);
+        auto plan = plan_append(records, false);
+        if (!plan)
+          return plan.err();
+        if (!plan->lates.empty())
+          return make_error(errc::corrupt, "the write-ahead tail of " + env_->path()
+                                             + " holds a commit at or below the checkpoint "
+                                               "time, which is never written there");
+        take_into_tail(*plan, records);
+        pending_.clear(); // rebuilt with every record at step 4
+        for (auto& [at, rec] : found) {
+          last_valid = at;
+          ++out.records;
+          visit_record(at, rec);
+        }
+        adopted = found.size();
+      }
+    }
+  }
+  out.tail_replayed = adopted;
 
   // 3. Cut a bad tail.
   if (!bad_keys.empty()) {
@@ -410,16 +500,7 @@ expected<recovery_result> journal::recover(bool collect_effects) {
 
   // 4. Undecided transactions, oldest first.
   for (auto& [tx, t] : txs) {
-    pending_tx p;
-    p.first_lsn = t.first_lsn;
-    if (t.prepare) {
-      p.prepare_lsn = t.prepare_lsn;
-      p.prepare_time = t.prepare->prepare_time;
-    }
-    for (const auto& [upos, u] : t.updates)
-      p.updates.push_back(pending_update{
-        upos, u.key, u.op, u.op ? op_digest(u.key, u.type, u.effect) : 0});
-    pending_.emplace(tx, std::move(p));
+    pending_.emplace(tx, pending_of(t));
     out.undecided.push_back(recovered_tx{tx, t.first_lsn, std::move(t.prepare),
                                          t.prepare_lsn, std::move(t.updates)});
   }
@@ -430,8 +511,18 @@ expected<recovery_result> journal::recover(bool collect_effects) {
 
   // 5. Every committed op id still in the log has its `opids` entry. Only a
   //    store written before `opids` existed lacks some: add them.
-  if (auto st = backfill_op_ids(out.op_ids); !st)
-    return st.err();
+  //    (The tail's are written by its drain.)
+  {
+    std::vector<recovered_op> in_lmdb;
+    for (const auto& r : out.op_ids)
+      if (r.commit_lsn < lmdb_end)
+        in_lmdb.push_back(r);
+    if (auto st = backfill_op_ids(in_lmdb); !st)
+      return st.err();
+  }
+  decisions.erase(std::remove_if(decisions.begin(), decisions.end(),
+                                 [&](const auto& d) { return d.second.at >= lmdb_end; }),
+                  decisions.end());
   // 5b. Likewise the decision index, for a store written before it existed.
   auto backfilled = backfill_decisions(decisions);
   if (!backfilled)
@@ -443,7 +534,22 @@ expected<recovery_result> journal::recover(bool collect_effects) {
   next_ = std::max(next_, last_valid + 1);
   if (auto st = env_->sync(); !st)
     return st.err();
+  // The tail file: cut to its records when it holds some beyond LMDB
+  // (dropping a torn last write, so that appends follow whole entries),
+  // and synced; emptied when LMDB holds everything in it (it is synced).
+  if (adopted > 0) {
+    if (tail_valid_bytes < tail_file_size)
+      if (auto st = env_->tail_truncate(tail_valid_bytes); !st)
+        return st.err();
+    if (auto st = env_->tail_sync(); !st)
+      return st.err();
+    tail_file_bytes_ = tail_valid_bytes;
+  } else if (tail_file_size > 0) {
+    if (auto st = env_->tail_truncate(0); !st)
+      return st.err();
+  }
   durable_ = next_ - 1;
+  note_lmdb_room();
 
   out.max_commit_time = max_commit_;
   out.last_bloom_timestamp = last_bloom_;
@@ -634,28 +740,6 @@ status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what,
   return *stopped_;
 }
 
-// What an append will write, planned before anything is written: the LMDB
-// puts and the in-memory state the batch leaves (applied once it is
-// written). The same plan serves the path without the tail, the tail and
-// the tail's drain.
-struct journal::append_plan {
-  explicit append_plan(const pending_overlay::map& pending) : staged(pending) {}
-  pending_overlay staged;
-  vector_clock max_commit;
-  std::string last_bloom;
-  bool saw_commit = false;
-  std::uint64_t decisions_added = 0;
-  std::vector<std::pair<lsn, copy_term>> new_terms;
-  std::vector<planned_put> puts;
-  // Late commits: the record's index in the batch and its LSN.
-  std::vector<std::pair<std::size_t, lsn>> lates;
-  // What the tail must answer before its drain: `opids` and `decisions`.
-  std::vector<std::pair<std::string, op_entry>> op_ids;
-  std::vector<std::pair<std::string, decision_entry>> decisions;
-  lsn first = 0;
-  lsn end = 0; // one past the last LSN
-};
-
 expected<journal::append_plan>
 journal::plan_append(const std::vector<journal_record>& batch, bool with_entries) {
   append_plan plan{pending_};
@@ -704,9 +788,11 @@ journal::plan_append(const std::vector<journal_record>& batch, bool with_entries
           auto k = encode_object_key(u.key); // checked when it was appended
           if (!k)
             return k.err();
-          if (!late_commit)
+          if (!late_commit) {
+            plan.index_entries.emplace_back(*k, index_value{at, u.position});
             plan.puts.push_back(planned_put{store_db::index, std::move(*k),
                                             encode_index_value({at, u.position})});
+          }
           // The exact record behind the FBF: this id committed at `at`.
           if (u.op) {
             op_entry e{at, u.digest};
@@ -732,7 +818,30 @@ journal::plan_append(const std::vector<journal_record>& batch, bool with_entries
     ++at;
   }
   plan.end = at;
+  for (const auto& put : plan.puts)
+    plan.put_bytes += put.key.size() + put.value.size();
   return plan;
+}
+
+void journal::take_into_tail(append_plan& plan, const std::vector<journal_record>& records) {
+  if (tail_records_.empty())
+    tail_first_ = plan.first;
+  tail_records_.insert(tail_records_.end(), records.begin(), records.end());
+  for (auto& put : plan.puts)
+    tail_puts_.push_back(std::move(put));
+  tail_put_bytes_ += plan.put_bytes;
+  for (auto& [k, e] : plan.op_ids)
+    tail_opids_[std::move(k)] = e;
+  for (auto& [k, d] : plan.decisions)
+    tail_decisions_[std::move(k)] = d;
+  for (auto& [k, v] : plan.index_entries)
+    tail_index_[std::move(k)].push_back(v);
+}
+
+void journal::note_lmdb_room() {
+  auto st = env_->stats();
+  if (st && st->map_size >= st->used_bytes)
+    lmdb_room_ = st->map_size - st->used_bytes;
 }
 
 void journal::apply_plan(append_plan& plan) {
@@ -795,6 +904,14 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
   auto plan = plan_append(batch, true);
   if (!plan)
     return plan.err();
+  // Near a full map the batch goes straight to LMDB, which says exactly
+  // whether it fits: a write the map cannot take is refused at once, never
+  // acknowledged from the tail. (Pages of overhead: twice the bytes.)
+  if (2 * (tail_put_bytes_ + plan->put_bytes) + (std::uint64_t{1} << 20) > lmdb_room_) {
+    if (auto st = drain_tail(); !st)
+      return st.err();
+    return append_direct(batch, late, mode_ != durability::none);
+  }
   if (auto st = env_->tail_append(tail_buf_); !st) {
     if (st.err().code() == errc::storage_full)
       return st.err(); // nothing of the batch was kept
@@ -816,15 +933,7 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
       return *stopped_;
     }
   }
-  if (tail_records_.empty())
-    tail_first_ = plan->first;
-  tail_records_.insert(tail_records_.end(), batch.begin(), batch.end());
-  for (auto& put : plan->puts)
-    tail_puts_.push_back(std::move(put));
-  for (auto& [k, e] : plan->op_ids)
-    tail_opids_[std::move(k)] = e;
-  for (auto& [k, d] : plan->decisions)
-    tail_decisions_[std::move(k)] = d;
+  take_into_tail(*plan, batch);
   const lsn first = plan->first;
   apply_plan(*plan);
   if (mode_ == durability::full)
@@ -861,41 +970,14 @@ expected<lsn_range> journal::append_direct(const std::vector<journal_record>& ba
     return st.err();
   const lsn first = plan->first;
   apply_plan(*plan);
-  if (durable)
+  // durable_lsn() rises at append in mode full only; in the other modes a
+  // sync() or a sync job raises it, as for any append (the owner applies a
+  // batch when the sync it waits for reports it: partition_core).
+  if (mode_ == durability::full)
     durable_ = next_ - 1;
-  if (tail_records_.empty())
-    tail_first_ = next_;
+  if (tail_on_)
+    note_lmdb_room();
   return lsn_range{first, next_ - 1};
-}
-
-expected<std::uint64_t> journal::replay_tail(std::string& stop_reason) {
-  auto bytes = env_->tail_read();
-  if (!bytes)
-    return bytes.err().code() == errc::unavailable ? expected<std::uint64_t>{0}
-                                                   : expected<std::uint64_t>{bytes.err()};
-  if (bytes->empty())
-    return std::uint64_t{0};
-  auto parsed = parse_tail(*bytes);
-  stop_reason = std::move(parsed.stop_reason);
-  std::vector<journal_record> missing;
-  for (auto& [at, rec] : parsed.records) {
-    if (at < next_)
-      continue; // LMDB has it (drained before the crash)
-    if (missing.empty() && at != next_)
-      return make_error(errc::corrupt,
-                        "the write-ahead tail of " + env_->path() + " resumes at LSN "
-                          + std::to_string(at) + " but the journal ends before LSN "
-                          + std::to_string(next_)
-                          + ": the records in between are missing; nothing was changed: "
-                            "restore this partition replica from its peers");
-    missing.push_back(std::move(rec));
-  }
-  if (!missing.empty())
-    if (auto r = append_direct(missing, nullptr, true); !r)
-      return r.err();
-  if (auto st = env_->tail_reset(); !st)
-    return st.err();
-  return std::uint64_t{missing.size()};
 }
 
 status journal::drain_tail() {
@@ -919,9 +1001,11 @@ status journal::drain_tail() {
     return st;
   tail_records_.clear();
   tail_puts_.clear();
+  tail_put_bytes_ = 0;
   tail_opids_.clear();
   tail_decisions_.clear();
-  tail_first_ = next_;
+  tail_index_.clear();
+  note_lmdb_room();
   if (tail_file_bytes_ >= tail_file_limit_) {
     if (mode_ != durability::none) {
       if (auto st = env_->sync(); !st) {
@@ -941,7 +1025,7 @@ status journal::drain_tail() {
 void journal::reset_tail_file() {
   // A failed reset leaves entries LMDB holds already: replay skips them,
   // and the next checkpoint or drain tries again.
-  if (tail_records_.empty() && env_->tail_reset())
+  if (tail_records_.empty() && env_->tail_truncate(0))
     tail_file_bytes_ = 0;
 }
 
@@ -1197,8 +1281,10 @@ status journal::apply_checkpoint(
   if (mode == commit_mode::durable)
     durable_ = next_ - 1;
   // LMDB now holds every record durably (mode none promises nothing).
-  if (tail_on_)
+  if (tail_on_) {
     reset_tail_file();
+    note_lmdb_room();
+  }
   return {};
 }
 
@@ -1297,9 +1383,6 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
   std::vector<committed_effect> out;
   if (after_lsn == std::numeric_limits<lsn>::max())
     return out;
-  // The index of the tail's commits is written by its drain.
-  if (auto st = drain_tail(); !st)
-    return st.err();
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();
@@ -1311,6 +1394,8 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
   char key_buf[lsn_key_size];
   const bool has_checkpoint = checkpoint_.sequence > 0;
   auto fetch = [&](lsn at) -> expected<journal_record> {
+    if (!tail_records_.empty() && at >= tail_first_ && at < next_)
+      return tail_records_[at - tail_first_]; // the write-ahead tail's
     put_be64(key_buf, at);
     auto raw = (*txn)->get(store_db::journal,
                            std::string_view{key_buf, lsn_key_size});
@@ -1326,11 +1411,23 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
       return corrupt_at(at, rec.err());
     return rec;
   };
+  // LMDB's index entries of the key, then the write-ahead tail's (their
+  // commits come after every commit in LMDB).
+  std::vector<index_value> entries;
   auto more = (*cur)->seek_dup(*enc, encode_index_value({after_lsn + 1, 0}));
   for (; more && *more; more = (*cur)->next_dup()) {
     auto iv = decode_index_value((*cur)->value());
     if (!iv)
       return iv.err();
+    entries.push_back(*iv);
+  }
+  if (!more)
+    return more.err();
+  if (auto t = tail_index_.find(*enc); t != tail_index_.end())
+    for (const auto& iv : t->second)
+      if (iv.commit > after_lsn)
+        entries.push_back(iv);
+  for (const auto* iv = entries.data(); iv != entries.data() + entries.size(); ++iv) {
     if (iv->commit != commit_at) {
       auto rec = fetch(iv->commit);
       if (!rec)
@@ -1360,8 +1457,6 @@ journal::read_committed(const object_key& key, lsn after_lsn) {
     out.push_back(committed_effect{iv->update, u->tx, commit.commit_time,
                                    std::move(u->effect), iv->commit, u->type});
   }
-  if (!more)
-    return more.err();
   return out;
 }
 
@@ -1448,8 +1543,8 @@ status journal::scan_lmdb(lsn from, lsn to,
 }
 
 expected<journal_stats> journal::stats() {
-  if (auto st = drain_tail(); !st)
-    return st.err();
+  (void)drain_tail(); // when it can: the figures are LMDB's
+
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();

@@ -186,9 +186,10 @@ struct recovery_result {
   /// `decisions` entries written from the log because the store had none
   /// (a store written before the decision index existed).
   std::uint64_t decisions_backfilled = 0;
-  /// Records a crash left only in the write-ahead tail, moved into LMDB at
-  /// open; and why the tail's reading stopped before its end ("" if it
-  /// did not: a torn last write, never acknowledged).
+  /// Records a crash left only in the write-ahead tail, taken in at open
+  /// as the journal's tail (the next drain moves them into LMDB); and why
+  /// the tail's reading stopped before its end ("" if it did not: a torn
+  /// last write, never acknowledged, or an emptied file's old bytes).
   std::uint64_t tail_replayed = 0;
   std::string tail_stop_reason;
 };
@@ -449,7 +450,9 @@ public:
   /// commit; errc::storage_full keeps the records in memory and the
   /// journal usable, any other stops it.
   status drain_tail();
-  /// Records in the write-ahead tail not yet moved into LMDB.
+  /// Records in the write-ahead tail not yet moved into LMDB (after a
+  /// crash, open takes in the records it finds there: nothing is written
+  /// at open, so a node with no room left still opens).
   std::uint64_t tail_records() const noexcept { return tail_records_.size(); }
 
   /// The I/O seam, for checkpoint/ (same single-threaded contract).
@@ -479,10 +482,13 @@ private:
   // and with it for late commits and replay).
   expected<lsn_range> append_direct(const std::vector<journal_record>& batch,
                                     const late_fold_fn& late, bool durable);
-  // Replays a write-ahead tail left by a crash (open): its records above
-  // the log's end are appended to LMDB, durably; the file is emptied.
-  // Returns how many were replayed.
-  expected<std::uint64_t> replay_tail(std::string& stop_reason);
+  // Keeps a planned batch as the write-ahead tail's newest records (its
+  // LMDB writes wait for the next drain).
+  void take_into_tail(append_plan& plan, const std::vector<journal_record>& records);
+  // Room left in the LMDB map (map size less the pages ever used), read
+  // after each LMDB transaction: a batch whose writes might not fit goes
+  // straight to LMDB, which then says exactly whether it fits.
+  void note_lmdb_room();
   // scan() of the records in LMDB; `stopped_early` when `visit` said stop.
   status scan_lmdb(lsn from, lsn to,
                    const std::function<bool(lsn, const journal_record&)>& visit,
@@ -549,6 +555,10 @@ private:
   std::vector<planned_put> tail_puts_;
   std::unordered_map<std::string, op_entry> tail_opids_;         // by encoded op id
   std::unordered_map<std::string, decision_entry> tail_decisions_; // by encoded tx id
+  // The tail's index entries, by encoded object key, in commit order.
+  std::unordered_map<std::string, std::vector<index_value>> tail_index_;
+  std::uint64_t tail_put_bytes_ = 0; // bytes of tail_puts_
+  std::uint64_t lmdb_room_ = ~std::uint64_t{0};
   std::uint64_t tail_file_bytes_ = 0; // written since the file was emptied
   std::string tail_buf_;              // reused entry buffer
 };

@@ -3,8 +3,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <system_error>
 #include <vector>
 
@@ -382,21 +380,34 @@ std::string tail_path(const std::string& dir) { return dir + "/tail.log"; }
 
 } // namespace
 
-status lmdb_env::tail_append(std::string_view bytes) {
-  int fd = tail_fd_.load();
+// Opens tail.log (creating it with `create`); false when it does not
+// exist and `create` is off. Called by the owner only: a sync thread reads
+// tail_fd_ only after an append, when it is open.
+expected<bool> lmdb_env::open_tail(bool create) {
+  if (tail_fd_.load() >= 0)
+    return true;
+  int fd = ::open(tail_path(path_).c_str(), O_RDWR | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0),
+                  0644);
   if (fd < 0) {
-    fd = ::open(tail_path(path_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-      return make_lmdb_error(errno, "open the write-ahead tail " + tail_path(path_));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      int e = errno;
-      ::close(fd);
-      return make_lmdb_error(e, "stat the write-ahead tail " + tail_path(path_));
-    }
-    tail_size_ = static_cast<std::uint64_t>(st.st_size);
-    tail_fd_.store(fd);
+    if (errno == ENOENT && !create)
+      return false;
+    return make_lmdb_error(errno, "open the write-ahead tail " + tail_path(path_));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return make_lmdb_error(e, "stat the write-ahead tail " + tail_path(path_));
+  }
+  tail_size_ = static_cast<std::uint64_t>(st.st_size);
+  tail_fd_.store(fd);
+  return true;
+}
+
+status lmdb_env::tail_append(std::string_view bytes) {
+  if (auto opened = open_tail(true); !opened)
+    return opened.err();
+  const int fd = tail_fd_.load();
   std::size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -418,37 +429,45 @@ status lmdb_env::tail_append(std::string_view bytes) {
 status lmdb_env::tail_sync() {
   int fd = tail_fd_.load();
   if (fd < 0)
-    return {}; // nothing appended by this process: the file was synced at open
+    return {}; // no tail file: nothing to sync
   if (::fdatasync(fd) != 0)
     return make_lmdb_error(errno, "sync the write-ahead tail");
   return {};
 }
 
 expected<std::string> lmdb_env::tail_read() {
-  std::ifstream in{tail_path(path_), std::ios::binary};
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(tail_path(path_), ec) && !ec)
-      return std::string{};
-    return make_error(errc::io_error, "cannot read the write-ahead tail " + tail_path(path_));
+  auto opened = open_tail(false);
+  if (!opened)
+    return opened.err();
+  if (!*opened)
+    return std::string{};
+  const int fd = tail_fd_.load();
+  std::string out(tail_size_, '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return make_lmdb_error(errno, "read the write-ahead tail");
+    if (n == 0)
+      break;
+    got += static_cast<std::size_t>(n);
   }
-  std::string out{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-  if (in.bad())
-    return make_error(errc::io_error, "cannot read the write-ahead tail " + tail_path(path_));
+  out.resize(got);
   return out;
 }
 
-status lmdb_env::tail_reset() {
+status lmdb_env::tail_truncate(std::uint64_t size) {
   int fd = tail_fd_.load();
   if (fd < 0) {
-    // Not opened by this process: truncate it by path, if it exists.
-    if (::truncate(tail_path(path_).c_str(), 0) != 0 && errno != ENOENT)
+    if (size == 0 && ::truncate(tail_path(path_).c_str(), 0) != 0 && errno != ENOENT)
       return make_lmdb_error(errno, "empty the write-ahead tail");
     return {};
   }
-  if (::ftruncate(fd, 0) != 0)
-    return make_lmdb_error(errno, "empty the write-ahead tail");
-  tail_size_ = 0;
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0)
+    return make_lmdb_error(errno, "cut the write-ahead tail");
+  tail_size_ = size;
   return {};
 }
 

@@ -83,12 +83,12 @@ public:
   status copy_to(const std::string& dir) override;
 
   /// The write-ahead tail is `tail.log` in the directory, opened with
-  /// O_APPEND at its first append; tail_sync() is an fdatasync of it from
-  /// any thread.
+  /// O_APPEND when it is first read (if it exists) or appended to;
+  /// tail_sync() is an fdatasync of it, from any thread.
   status tail_append(std::string_view bytes) override;
   status tail_sync() override;
   expected<std::string> tail_read() override;
-  status tail_reset() override;
+  status tail_truncate(std::uint64_t size) override;
 
   std::uint64_t map_size() const noexcept { return map_size_; }
 
@@ -100,6 +100,8 @@ public:
 private:
   lmdb_env(MDB_env* env, std::string path, std::uint64_t map_size)
       : env_(env), path_(std::move(path)), map_size_(map_size) {}
+
+  expected<bool> open_tail(bool create);
 
   MDB_env* env_;
   const void* map_addr_ = nullptr; // registered with storage_faults

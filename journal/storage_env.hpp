@@ -190,10 +190,12 @@ public:
   virtual expected<std::string> tail_read() {
     return make_error(errc::unavailable, "this store has no write-ahead tail");
   }
-  /// Empties the tail file. The caller first makes everything in it durable
-  /// in the databases (sync()): a power loss may undo the reset, which
-  /// leaves records the databases hold already.
-  virtual status tail_reset() {
+  /// Cuts the tail file to its first `size` bytes (0: empties it). To
+  /// empty it the caller first makes everything in it durable in the
+  /// databases (sync()): a power loss may undo the cut, which leaves
+  /// records the databases hold already. Shrinking needs no room.
+  virtual status tail_truncate(std::uint64_t size) {
+    (void)size;
     return make_error(errc::unavailable, "this store has no write-ahead tail");
   }
 };
