@@ -717,9 +717,44 @@ void settle_end_sent(mem_self self) {
     st.end_sent.erase(p);
 }
 
+// Partition p is this node's again while its owner's store here is closed
+// or unopened, and n_val > 1 with a replica copy of p open here
+// (replicas/<p>): reopening the store would open a second copy of p on
+// this node, which every quorum would count twice ("One copy per node",
+// docs/REPLICATION.md). The replica copy is the one kept: it is a member
+// of p's copy set and may have acknowledged batches and promised take-over
+// rounds since the store was last open; the store took part in nothing
+// since. This node serves p from that copy, as a new owner that held a
+// copy does (start_handoff), and the store is set aside in stale/, never
+// deleted: it may hold records no other copy has. False when it cannot be
+// moved: then it stays closed or unopened, is never opened, and the move
+// is tried again at the next change.
+bool serve_from_copy_instead(mem_self self, std::uint32_t p) {
+  auto& st = self->state;
+  auto aside = set_partition_aside(st.cfg.root, p, wall_clock_us());
+  if (!aside) {
+    log(log_level::error, "partition ", p, ": it is this node's again and this node holds "
+        "a copy of it; its old owner's store cannot be set aside (not reopened, tried "
+        "again at the next change): ", aside.err().to_string());
+    return false;
+  }
+  if (st.local[p]) { // a closed store's held requests go to the copy
+    self->send(st.local[p], forward_atom::value, st.copies[p]);
+    st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
+    st.local[p] = nullptr;
+  }
+  st.closed.erase(p);
+  st.unopened.erase(p);
+  log(log_level::warn, "partition ", p, " is this node's again: served from this node's "
+      "copy; its old owner's store is kept in ", *aside, " (one copy per node)");
+  return true;
+}
+
 // Starts the next handoff this node owes, if any (one at a time); reopens a
-// partition closed for a handoff whose ownership came back here; finishes a
-// handoff whose receiver already serves the partition (its answer was lost).
+// partition closed for a handoff whose ownership came back here (or, with a
+// replica copy of it open here, serves from that copy:
+// serve_from_copy_instead); finishes a handoff whose receiver already
+// serves the partition (its answer was lost).
 void progress(mem_self self) {
   auto& st = self->state;
   if (st.removed_stop)
@@ -734,6 +769,10 @@ void progress(mem_self self) {
       if (owners[p] == self_id(self) && !(st.out && st.out->p == p) && !st.end_sent.count(p))
         back.insert(p);
   for (auto p : back) {
+    if (holds_copy_actor(self, p)) {
+      serve_from_copy_instead(self, p);
+      continue;
+    }
     auto fresh = st.cfg.open_partition(p);
     if (!fresh) {
       log(log_level::error, "partition ", p, ": cannot reopen: ", fresh.err().to_string());

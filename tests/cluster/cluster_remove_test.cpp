@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -18,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "actors/membership.hpp"
+#include "replication/placement.hpp"
 #include "tests/cluster/cluster_support.hpp"
 #include "tests/support/seeded_rng.hpp"
 
@@ -297,6 +300,55 @@ std::string wait_copy_folders(const local_cluster& cl, const std::vector<std::si
   }
 }
 
+// A partition that node `x` owns and holds as an owner's store
+// (partitions/<p>), and that the claim after `x`'s removal gives to another
+// node `to` that holds a replica copy of it now (replicas/<p>); from the
+// ring saved in node `from`'s data dir, replayed through the same removal
+// and claim (ring_state::claim is deterministic). nullopt when there is
+// none.
+struct ownership_comeback {
+  std::uint32_t p;
+  std::size_t to;
+};
+
+std::optional<ownership_comeback> comeback_after_removal(const local_cluster& cl,
+                                                         std::size_t from, std::size_t x) {
+  auto saved = load_ring(cl.dir_of(from));
+  if (!saved || !*saved)
+    return std::nullopt;
+  const ring_state before = **saved;
+  ring_state after = before;
+  if (!after.remove(id_of(*cl.nodes[x]), 0, {}))
+    return std::nullopt;
+  auto claimant = after.claimant();
+  if (!claimant || !after.claim(*claimant))
+    return std::nullopt;
+  for (std::uint32_t p = 0; p < before.partition_count(); ++p) {
+    if (before.owners().owners[p] != id_of(*cl.nodes[x])
+        || !std::filesystem::exists(cl.dir_of(x) + "/partitions/" + std::to_string(p)))
+      continue;
+    for (std::size_t n = 0; n < cl.nodes.size(); ++n)
+      if (n != x && after.owners().owners[p] == id_of(*cl.nodes[n])
+          && in_copy_set(before, p, id_of(*cl.nodes[n]))
+          && std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p)))
+        return ownership_comeback{p, n};
+  }
+  return std::nullopt;
+}
+
+// True when the replication table of a `status` text shows a copy of
+// partition p on node `id` (as the primary, or as a copy the primary
+// replicates to).
+bool copy_listed(const std::string& status, std::uint32_t p, const std::string& id) {
+  const auto row = std::to_string(p) + " | ";
+  std::istringstream in{status};
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(row, 0) == 0 && line.find(id) != std::string::npos
+        && line.find("no answer") == std::string::npos)
+      return true;
+  return false;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(copy_retirement_tests)
@@ -563,6 +615,139 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
       bad = check_values(cl.nodes[n]->port, during_keys, during, false);
       BOOST_TEST(bad.empty(), "through node " << n << ": " << (bad.empty() ? "" : bad[0]));
     }
+  }
+}
+
+// One copy per node (docs/REPLICATION.md, "One copy per node"): a node
+// that starts with an owner's store of a partition another node owns
+// (`unopened`, as after a crash in the middle of handing it off) opens a
+// replica copy of it when p's copy set names it; when ownership of p comes
+// back to it before that store is handed on, it serves p from the replica
+// copy and sets the store aside in stale/, never opening the two at once.
+// n_val 3 on 4 nodes: node X (the owner of p) is stopped; node N (the node
+// the claim after X's removal makes p's owner, found by replaying that
+// claim on the saved ring, and in p's copy set now) is stopped, given X's
+// store of p as partitions/<p> (the disk of a handoff to X cut short) and
+// restarted: it keeps that store unopened (X is down, nothing can be handed
+// to it) and holds its replica copy of p open. X is removed under writes:
+// p is N's again. Then no node has both partitions/<p> and replicas/<p>, N
+// has the store set aside, every acknowledged write reads back through
+// every node, and through the two left after a third is killed (N's copy
+// serves p).
+BOOST_AUTO_TEST_CASE(an_unopened_store_whose_ownership_comes_back_is_set_aside_beside_a_copy) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
+    local_cluster cl{"batch"};
+    cl.extra = {"--n-val", "3"};
+    for (int i = 0; i < 4; ++i)
+      BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2, 3}));
+    const auto before_keys = keys_named("before", 48);
+    writes before;
+    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
+    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+
+    // Node x, partition p and node n: the ring (its node ids are the
+    // nodes' random ports) decides which nodes can play them.
+    std::optional<ownership_comeback> comeback;
+    std::size_t x = 0;
+    for (std::size_t candidate = 0; candidate < 4 && !comeback; ++candidate) {
+      comeback = comeback_after_removal(cl, candidate == 0 ? 1 : 0, candidate);
+      x = candidate;
+    }
+    BOOST_REQUIRE_MESSAGE(comeback, "no node owns a partition whose next owner after its "
+                                    "removal holds a copy of it");
+    std::vector<std::size_t> live;
+    for (std::size_t i = 0; i < 4; ++i)
+      if (i != x)
+        live.push_back(i);
+    const auto p = comeback->p;
+    const auto n = comeback->to;
+    std::vector<std::size_t> others; // the two live nodes other than n
+    for (auto i : live)
+      if (i != n)
+        others.push_back(i);
+    const auto third = others[0];
+    const auto last_one = others[1];
+    BOOST_TEST_MESSAGE("partition " << p << " of node " << x << " goes back to node " << n
+                       << " after node " << x << "'s removal; admin requests through node "
+                       << third);
+
+    // X stops; writes go on to the other three, past its store.
+    BOOST_REQUIRE(cl.nodes[x]->stop(SIGTERM) == 0);
+    BOOST_REQUIRE(cl.wait_serving(live, std::chrono::milliseconds{30000}));
+    const auto down_keys = keys_named("down", 48);
+    writes down;
+    write_load(cl.nodes[third]->port, down_keys, rng.gen(), 300, down);
+    BOOST_TEST(down.failures < 3u, down.first_failure);
+
+    // N restarts with X's store of p as its own unopened one.
+    BOOST_REQUIRE(cl.nodes[n]->stop(SIGTERM) == 0);
+    const auto store = cl.dir_of(n) + "/partitions/" + std::to_string(p);
+    BOOST_REQUIRE(!std::filesystem::exists(store));
+    std::filesystem::copy(cl.dir_of(x) + "/partitions/" + std::to_string(p), store,
+                          std::filesystem::copy_options::recursive);
+    BOOST_REQUIRE(cl.restart(n));
+    BOOST_REQUIRE(cl.wait_serving(live, std::chrono::milliseconds{30000}));
+    // Its replica copy of p is open and replicated to (or leads) while the
+    // store stays unopened beside it.
+    std::string last;
+    BOOST_TEST_REQUIRE(wait_status(
+                         cl, {third},
+                         [&](const std::string& st) {
+                           return copy_listed(st, p, id_of(*cl.nodes[n]));
+                         },
+                         std::chrono::milliseconds{30000}, last),
+                       "node " << n << "'s copy of partition " << p << " is not replicated "
+                               "to:\n" << last);
+    BOOST_TEST_REQUIRE(std::filesystem::exists(store));
+
+    // X is removed under writes: p is N's again.
+    const auto removing_keys = keys_named("removing", 48);
+    writes removing;
+    std::thread load{write_load, cl.nodes[third]->port, std::cref(removing_keys), rng.gen(),
+                     std::size_t{400}, std::ref(removing)};
+    auto removed = admin_of(cl, third, "remove", {id_of(*cl.nodes[x])});
+    const auto gone = id_of(*cl.nodes[x]);
+    const bool restored = wait_status(
+      cl, live,
+      [&](const std::string& st) {
+        return st.find("copies: every partition has 3 current copies") != std::string::npos
+               && st.find(gone + " | removed") != std::string::npos
+               && st.find("to be re-created") == std::string::npos
+               && st.find("copies filling") == std::string::npos
+               && primaries_are_owners(st) && owners_serve_what_they_own(st);
+      },
+      std::chrono::milliseconds{90000}, last);
+    load.join();
+    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+    auto ring = load_ring(cl.dir_of(n));
+    BOOST_REQUIRE(ring && *ring);
+    BOOST_REQUIRE_MESSAGE((**ring).owners().owners[p] == id_of(*cl.nodes[n]),
+                          "partition " << p << " went to " << (**ring).owners().owners[p]
+                                       << ", not to node " << n << " as replayed");
+    BOOST_TEST(restored, "status never settled after the removal:\n" << last);
+
+    // One copy per node: the store is set aside, the copy serves.
+    for (auto i : live)
+      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(i), q) == "", "node " << i);
+    BOOST_TEST(!std::filesystem::exists(store));
+    BOOST_TEST(std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p)));
+    BOOST_TEST(stale_folders(cl.dir_of(n)) == 1u);
+    BOOST_TEST(removing.failures < 4u, removing.first_failure);
+    expect_values(cl, live, before_keys, before, true);
+    expect_values(cl, live, down_keys, down, false);
+    expect_values(cl, live, removing_keys, removing, false);
+
+    // N's copy holds p: with a third node killed, N and the other read
+    // every acknowledged value.
+    cl.nodes[last_one]->stop(SIGKILL);
+    BOOST_REQUIRE(cl.wait_serving({n, third}, std::chrono::milliseconds{30000}));
+    expect_values(cl, {n, third}, before_keys, before, true);
+    expect_values(cl, {n, third}, down_keys, down, false);
+    expect_values(cl, {n, third}, removing_keys, removing, false);
   }
 }
 
