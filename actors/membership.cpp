@@ -634,8 +634,12 @@ void start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
   bool files_final = st.closed.count(p) != 0 || st.unopened.count(p) != 0;
   if (files_final && pe.parts[p]) {
     // The owner serves it: an earlier try got there and its answer was
-    // lost (or this node crashed before deleting its copy).
-    handoff_finished(self, a, pe.parts[p]);
+    // lost (or this node crashed before deleting its copy). With n_val > 1
+    // that proves nothing: the owner may serve p from a copy it held and
+    // never have received this store, which may hold what no copy has. It
+    // is then treated as a store the owner did not take: kept as this
+    // node's copy (retired by the usual checks) or set aside, never deleted.
+    handoff_finished(self, a, pe.parts[p], replicated(self));
     return;
   }
   // n_val > 1 and the new owner holds a copy of p already (it was in p's
