@@ -721,6 +721,15 @@ error journal::stopped_error() const {
   return *stopped_;
 }
 
+error journal::stop_after(const std::string& failed, lsn at, const error& cause) {
+  stopped_ = make_error(errc::io_error,
+                        "journal at " + env_->path() + " stopped after a failed " + failed
+                          + " at LSN " + std::to_string(at) + " (" + cause.to_string()
+                          + "); it refuses writes until reopened, because the log's state "
+                            "on disk is unknown");
+  return *stopped_;
+}
+
 status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what,
                                commit_mode mode) {
   auto st = txn.commit(mode);
@@ -730,14 +739,9 @@ status journal::commit_or_stop(storage_txn& txn, lsn last, const char* what,
   // written: the store is unchanged and the journal may continue.
   if (st.err().code() == errc::storage_full)
     return st;
-  stopped_ = make_error(
-    errc::io_error,
-    "journal at " + env_->path() + " stopped after a failed "
-      + (mode == commit_mode::durable ? "commit and sync" : "commit") + " of "
-      + what + " at LSN " + std::to_string(last) + " (" + st.err().to_string()
-      + "); it refuses writes until reopened, because the log's state on "
-        "disk is unknown");
-  return *stopped_;
+  return stop_after(std::string{mode == commit_mode::durable ? "commit and sync" : "commit"}
+                      + " of " + what,
+                    last, st.err());
 }
 
 expected<journal::append_plan>
@@ -915,23 +919,12 @@ expected<lsn_range> journal::append(const std::vector<journal_record>& batch,
   if (auto st = env_->tail_append(tail_buf_); !st) {
     if (st.err().code() == errc::storage_full)
       return st.err(); // nothing of the batch was kept
-    stopped_ = make_error(
-      errc::io_error,
-      "journal at " + env_->path() + " stopped after a failed write-ahead tail append at LSN "
-        + std::to_string(plan->end - 1) + " (" + st.err().to_string()
-        + "); it refuses writes until reopened, because the log's state on disk is unknown");
-    return *stopped_;
+    return stop_after("write-ahead tail append", plan->end - 1, st.err());
   }
   tail_file_bytes_ += tail_buf_.size();
   if (mode_ == durability::full) {
-    if (auto st = env_->tail_sync(); !st) {
-      stopped_ = make_error(
-        errc::io_error,
-        "journal at " + env_->path() + " stopped after a failed sync at LSN "
-          + std::to_string(plan->end - 1) + " (" + st.err().to_string()
-          + "); it refuses writes until reopened, because the log's state on disk is unknown");
-      return *stopped_;
-    }
+    if (auto st = env_->tail_sync(); !st)
+      return stop_after("sync", plan->end - 1, st.err());
   }
   take_into_tail(*plan, batch);
   const lsn first = plan->first;
@@ -1008,14 +1001,8 @@ status journal::drain_tail() {
   note_lmdb_room();
   if (tail_file_bytes_ >= tail_file_limit_) {
     if (mode_ != durability::none) {
-      if (auto st = env_->sync(); !st) {
-        stopped_ = make_error(
-          errc::io_error,
-          "journal at " + env_->path() + " stopped after a failed sync at LSN "
-            + std::to_string(next_ - 1) + " (" + st.err().to_string()
-            + "); it refuses writes until reopened, because the log's state on disk is unknown");
-        return *stopped_;
-      }
+      if (auto st = env_->sync(); !st)
+        return stop_after("sync", next_ - 1, st.err());
     }
     reset_tail_file();
   }
@@ -1041,15 +1028,8 @@ status journal::sync() {
   if ((mode_ != durability::batch && mode_ != durability::periodic)
       || durable_ + 1 >= next_)
     return {};
-  if (auto st = tail_on_ ? env_->tail_sync() : env_->sync(); !st) {
-    stopped_ = make_error(
-      errc::io_error,
-      "journal at " + env_->path() + " stopped after a failed sync at LSN "
-        + std::to_string(next_ - 1) + " (" + st.err().to_string()
-        + "); it refuses writes until reopened, because the log's state on "
-          "disk is unknown");
-    return *stopped_;
-  }
+  if (auto st = tail_on_ ? env_->tail_sync() : env_->sync(); !st)
+    return stop_after("sync", next_ - 1, st.err());
   durable_ = next_ - 1;
   return {};
 }
@@ -1064,15 +1044,8 @@ std::optional<journal::sync_job> journal::background_sync() const {
 status journal::synced(lsn upto, const status& outcome) {
   if (stopped_)
     return stopped_error();
-  if (!outcome) {
-    stopped_ = make_error(
-      errc::io_error,
-      "journal at " + env_->path() + " stopped after a failed sync at LSN "
-        + std::to_string(upto) + " (" + outcome.err().to_string()
-        + "); it refuses writes until reopened, because the log's state on "
-          "disk is unknown");
-    return *stopped_;
-  }
+  if (!outcome)
+    return stop_after("sync", upto, outcome.err());
   durable_ = std::max(durable_, std::min(upto, next_ - 1));
   return {};
 }
@@ -1252,14 +1225,7 @@ status journal::apply_checkpoint(
     undo_decisions();
     if (st.err().code() == errc::storage_full)
       return st;
-    stopped_ = make_error(
-      errc::io_error,
-      "journal at " + env_->path()
-        + " stopped after a failed checkpoint commit and sync at LSN "
-        + std::to_string(next_ - 1) + " (" + st.err().to_string()
-        + "); it refuses writes until reopened, because the log's state on "
-          "disk is unknown");
-    return *stopped_;
+    return stop_after("checkpoint commit and sync", next_ - 1, st.err());
   }
   truncation_ = t;
   folded_term_ = folded;

@@ -516,6 +516,9 @@ private:
   // Commits `txn`; on failure applies the fail-stop rule for `last`.
   status commit_or_stop(storage_txn& txn, lsn last, const char* what, commit_mode mode);
   error stopped_error() const;
+  // Stops the journal (fail-stop) after a failed `failed` ("sync", ...) at
+  // LSN `at` and returns the error every later write gets.
+  error stop_after(const std::string& failed, lsn at, const error& cause);
 
   std::shared_ptr<storage_env> env_;
   durability mode_;

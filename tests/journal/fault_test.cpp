@@ -13,30 +13,19 @@
 using namespace tally;
 using tally::test::commit;
 using tally::test::key;
+using tally::test::open_fault_env;
 using tally::test::open_ok;
+using tally::test::total;
 using tally::test::options;
 using tally::test::temp_dir;
 using tally::test::update;
 
 namespace {
 
-std::shared_ptr<fault_env> open_fault_env(const std::string& path,
-                                          std::uint64_t map_size = 64u << 20) {
-  auto env = fault_env::open(lmdb_options{path, map_size});
-  BOOST_REQUIRE_MESSAGE(env.has_value(), test::describe(env));
-  return *env;
-}
-
 std::vector<journal_record> tx_batch(std::uint64_t seq, int key_index,
                                      std::int64_t delta) {
   return {update(tx_id{1, seq}, key(key_index), delta),
           commit(tx_id{1, seq}, seq)};
-}
-
-std::int64_t total(tally::journal& j, int key_index) {
-  auto r = j.read_committed(key(key_index));
-  BOOST_REQUIRE_MESSAGE(r.has_value(), test::describe(r));
-  return test::sum(*r);
 }
 
 void expect_stopped(tally::journal& j, lsn at) {

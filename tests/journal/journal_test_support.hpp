@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "journal/fault_env.hpp"
 #include "journal/journal.hpp"
 #include "tests/support/seeded_rng.hpp"
 
@@ -117,6 +118,21 @@ inline std::int64_t sum(const std::vector<committed_effect>& effects) {
   for (const auto& e : effects)
     s += std::get<counter_effect>(e.effect).delta;
   return s;
+}
+
+/// A fault_env on `path` (journal/fault_env.hpp) with a small map.
+inline std::shared_ptr<fault_env> open_fault_env(const std::string& path,
+                                                 std::uint64_t map_size = 64u << 20) {
+  auto env = fault_env::open(lmdb_options{path, map_size});
+  BOOST_REQUIRE_MESSAGE(env.has_value(), describe(env));
+  return *env;
+}
+
+/// The sum of the counter `key(key_index)` through the journal's index.
+inline std::int64_t total(tally::journal& j, int key_index) {
+  auto r = j.read_committed(key(key_index));
+  BOOST_REQUIRE_MESSAGE(r.has_value(), describe(r));
+  return sum(*r);
 }
 
 /// A random interleaving of transactions over `keys` keys: updates, some
