@@ -24,10 +24,11 @@
 // tail_drain_records records (drain_tail()). The tail is what durability
 // syncs; the databases are synced before the tail file is emptied (at a
 // checkpoint, or when the file grows past tail_file_limit). Readers see
-// one log either way: scan(), find_committed_op() and find_decision()
-// read the tail in memory, and what reads LMDB's index or copies the store
-// drains it first. Opening a store replays a tail left by a crash into
-// LMDB, whatever the option says.
+// one log either way: scan(), read_committed(), find_committed_op() and
+// find_decision() read the tail in memory; what copies or rewrites the
+// store (copy_to, apply_checkpoint) drains it first. Opening a store takes
+// in a tail left by a crash as its tail, writing nothing, whatever the
+// option says.
 //
 // Durability (docs/STORAGE.md, "Durability modes"):
 //   full   append() makes the batch durable before it returns (an LMDB
@@ -479,7 +480,7 @@ private:
   // The in-memory state the planned batch leaves, once it is written.
   void apply_plan(append_plan& plan);
   // Appends `batch` in one LMDB transaction (the path without the tail,
-  // and with it for late commits and replay).
+  // and with it for late commits and a nearly full map).
   expected<lsn_range> append_direct(const std::vector<journal_record>& batch,
                                     const late_fold_fn& late, bool durable);
   // Keeps a planned batch as the write-ahead tail's newest records (its
