@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -13,6 +15,7 @@
 #include <lmdb.h>
 
 #include "journal/partition_manifest.hpp"
+#include "journal/write_ahead_tail.hpp"
 
 namespace tally {
 
@@ -203,6 +206,16 @@ expected<data_dir_report> inspect_data_dir(const std::string& root, bool deep) {
       continue;
     }
     pr.file = *checked;
+    if (std::ifstream tail{dir + "/tail.log", std::ios::binary}; tail) {
+      std::string bytes{std::istreambuf_iterator<char>{tail}, std::istreambuf_iterator<char>{}};
+      auto parsed = parse_tail(bytes);
+      pr.tail_entries = parsed.records.size();
+      if (!parsed.records.empty()) {
+        pr.tail_first = parsed.records.front().first;
+        pr.tail_last = parsed.records.back().first;
+      }
+      pr.tail_stop_reason = std::move(parsed.stop_reason);
+    }
     if (deep && pr.file.exists) {
       auto walked = walk_every_page(dir);
       if (!walked)
@@ -237,6 +250,13 @@ std::string to_text(const data_dir_report& r) {
       if (p.entries_read > 0)
         out << ", " << p.entries_read << " entries read";
     }
+    if (p.tail_entries > 0)
+      out << "; write-ahead tail: " << p.tail_entries << " records, LSN " << p.tail_first
+          << "-" << p.tail_last << " (a restart takes in those past the journal's end)";
+    if (!p.tail_stop_reason.empty())
+      out << "; the tail file's rest is not records (a torn last write, never "
+             "acknowledged, or an emptied file's old bytes): "
+          << p.tail_stop_reason;
     if (!p.listed && r.has_manifest)
       out << " (not listed: listed at the next start)";
     out << '\n';

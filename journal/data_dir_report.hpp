@@ -1,7 +1,7 @@
 // An offline look at a tallyd data directory (`tally inspect`, issue 18):
 // which partitions its manifest lists, which folders are there, and whether
 // each data file passes the checks tallyd makes before it maps it
-// (check_lmdb_file). Reads only; never changes a file, so it is safe on a
+// (check_lmdb_file), and what its write-ahead tail file holds. Reads only; never changes a file, so it is safe on a
 // damaged directory and next to a running node. With `deep`, every page of
 // every database of each file that passed is also read, in a child process
 // per partition (LMDB read-only), so a zeroed or garbled page is found
@@ -25,6 +25,14 @@ struct partition_report {
   lmdb_file_report file;            // when the checks passed
   std::optional<error> problem;     // what tallyd would refuse it for
   std::uint64_t entries_read = 0;   // deep: entries walked
+  /// The write-ahead tail file (`tail.log`), if there is one: its whole
+  /// entries and their LSNs (a restart takes in those at or above the
+  /// log's end), and why reading stopped before its end ("" if it did
+  /// not). Neither is damage: a torn last write was never acknowledged.
+  std::uint64_t tail_entries = 0;
+  std::uint64_t tail_first = 0;
+  std::uint64_t tail_last = 0;
+  std::string tail_stop_reason;
 };
 
 struct data_dir_report {

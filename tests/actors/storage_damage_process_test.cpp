@@ -13,9 +13,11 @@
 #include <fstream>
 #include <string>
 
+#include "journal/codec.hpp"
 #include "journal/partition_manifest.hpp"
 #include "journal/lmdb_file_check.hpp"
 #include "journal/storage_faults.hpp"
+#include "journal/write_ahead_tail.hpp"
 #include "ring/partition.hpp"
 #include "tests/actors/node_process_support.hpp"
 #include "tests/support/child_process.hpp"
@@ -241,6 +243,26 @@ BOOST_AUTO_TEST_CASE(tally_inspect_names_the_damage_offline) {
   BOOST_TEST(has(deep.output, "damaged page"), deep.output);
   auto not_a_dir = inspect({base.root.path + "/nothing"});
   BOOST_TEST(not_a_dir.exit_code == 2, not_a_dir.output);
+  // What a write-ahead tail holds, and a torn end, are shown, not damage.
+  auto tailed = base.copy("tailed");
+  {
+    std::string bytes;
+    for (lsn at = 100; at <= 102; ++at) {
+      update_record u;
+      u.tx = tx_id{9, at};
+      u.key = object_key{"bucket", "k"};
+      u.type = crdt_type::counter;
+      u.effect = counter_effect{1};
+      append_tail_entry(bytes, at, encode_record(journal_record{u}));
+    }
+    bytes += "torn";
+    std::ofstream out{tailed + "/partitions/2/tail.log", std::ios::binary | std::ios::trunc};
+    out << bytes;
+  }
+  auto t = inspect({tailed});
+  BOOST_TEST(t.exit_code == 0, t.output);
+  BOOST_TEST(has(t.output, "write-ahead tail: 3 records, LSN 100-102"), t.output);
+  BOOST_TEST(has(t.output, "cut short"), t.output);
 }
 
 BOOST_AUTO_TEST_CASE(a_damaged_manifest_is_a_refusal_naming_its_line) {
