@@ -197,6 +197,17 @@ void expire_forwarders(mem_self self) {
   fw.erase(keep, fw.end());
 }
 
+// Partition p's closed actor here (if any) hands the requests it holds to
+// `to` and lives on as a forwarder until its lifetime ends.
+void forward_held(mem_self self, std::uint32_t p, const caf::actor& to) {
+  auto& st = self->state;
+  if (!st.local[p])
+    return;
+  self->send(st.local[p], forward_atom::value, to);
+  st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
+  st.local[p] = nullptr;
+}
+
 bool is_removed(mem_self self, const node_id& id) {
   auto m = self->state.ring->members().find(id);
   return m != self->state.ring->members().end() && m->second.status == member_status::removed;
@@ -554,11 +565,7 @@ void handoff_finished(mem_self self, std::uint64_t attempt, caf::actor new_handl
     st.copies[p] = kept;
     log(log_level::info, "partition ", p, ": the handed-off store is kept as this node's copy");
   }
-  if (st.local[p]) {
-    self->send(st.local[p], forward_atom::value, new_handle);
-    st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
-    st.local[p] = nullptr;
-  }
+  forward_held(self, p, new_handle);
   st.closed.erase(p);
   st.unopened.erase(p);
   st.end_sent.erase(p);
@@ -742,11 +749,7 @@ bool serve_from_copy_instead(mem_self self, std::uint32_t p) {
         "again at the next change): ", aside.err().to_string());
     return false;
   }
-  if (st.local[p]) { // a closed store's held requests go to the copy
-    self->send(st.local[p], forward_atom::value, st.copies[p]);
-    st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
-    st.local[p] = nullptr;
-  }
+  forward_held(self, p, st.copies[p]); // a closed store's held requests go to the copy
   st.closed.erase(p);
   st.unopened.erase(p);
   log(log_level::warn, "partition ", p, " is this node's again: served from this node's "
@@ -782,10 +785,7 @@ void progress(mem_self self) {
       log(log_level::error, "partition ", p, ": cannot reopen: ", fresh.err().to_string());
       continue;
     }
-    if (st.local[p]) {
-      self->send(st.local[p], forward_atom::value, *fresh);
-      st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
-    }
+    forward_held(self, p, *fresh);
     st.local[p] = *fresh;
     st.closed.erase(p);
     st.unopened.erase(p);
@@ -1209,10 +1209,7 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
             h.err().to_string());
         return caf::make_error(caf::sec::runtime_error);
       }
-      if (st.local[p]) { // the closed copy: its held requests go to the new one
-        self->send(st.local[p], forward_atom::value, *h);
-        st.forwarders.emplace_back(st.local[p], std::chrono::steady_clock::now());
-      }
+      forward_held(self, p, *h); // the closed copy: its held requests go to the new one
       st.closed.erase(p);
       st.unopened.erase(p);
       st.end_sent.erase(p);
