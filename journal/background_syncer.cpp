@@ -25,11 +25,6 @@ background_syncer::~background_syncer() {
   }
 }
 
-void background_syncer::run(std::shared_ptr<storage_env> env,
-                            std::function<void(status)> done) {
-  run([env = std::move(env)] { return env->sync(); }, std::move(done));
-}
-
 void background_syncer::run(std::function<status()> sync, std::function<void(status)> done) {
   {
     std::lock_guard<std::mutex> g{mu_};

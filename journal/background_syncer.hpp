@@ -17,13 +17,11 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/expected.hpp"
-#include "journal/storage_env.hpp"
 
 namespace tally {
 
@@ -36,12 +34,10 @@ public:
   background_syncer(const background_syncer&) = delete;
   background_syncer& operator=(const background_syncer&) = delete;
 
-  /// Runs env->sync() on a sync thread, then `done` with its outcome, on
+  /// Runs `sync` (a journal::sync_job's run(): storage_env::sync or
+  /// tail_sync) on a sync thread, then `done` with its outcome, on
   /// that thread (it must hand the outcome on, not block). After the
   /// destructor began, the job runs on the caller's thread instead.
-  void run(std::shared_ptr<storage_env> env, std::function<void(status)> done);
-  /// The same with any sync: `sync` (for example a journal::sync_job's
-  /// run(), which may sync the write-ahead tail) instead of env->sync().
   void run(std::function<status()> sync, std::function<void(status)> done);
 
   /// Jobs waiting or running now (for tests and status).

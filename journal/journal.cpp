@@ -949,13 +949,10 @@ expected<lsn_range> journal::append_direct(const std::vector<journal_record>& ba
   auto txn = env_->begin(true);
   if (!txn)
     return txn.err();
-  for (const auto& put : plan->puts)
-    if (auto st = (*txn)->put(put.db, put.key, put.value, put.mode); !st)
-      return st.err();
   for (const auto& [i, at] : plan->lates)
     if (auto st = late(**txn, std::get<commit_record>(batch[i]), at); !st)
       return st.err();
-  if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(plan->end)); !st)
+  if (auto st = put_all(**txn, plan->puts, plan->end); !st)
     return st.err();
   if (auto st = commit_or_stop(**txn, plan->end - 1, "an append",
                                durable ? commit_mode::durable : commit_mode::lazy);
@@ -973,6 +970,13 @@ expected<lsn_range> journal::append_direct(const std::vector<journal_record>& ba
   return lsn_range{first, next_ - 1};
 }
 
+status journal::put_all(storage_txn& txn, const std::vector<planned_put>& puts, lsn end) {
+  for (const auto& put : puts)
+    if (auto st = txn.put(put.db, put.key, put.value, put.mode); !st)
+      return st;
+  return txn.put(store_db::meta, meta_next_lsn, encode_u64(end));
+}
+
 status journal::drain_tail() {
   if (tail_records_.empty())
     return {};
@@ -981,10 +985,7 @@ status journal::drain_tail() {
   auto txn = env_->begin(true);
   if (!txn)
     return txn.err();
-  for (const auto& put : tail_puts_)
-    if (auto st = (*txn)->put(put.db, put.key, put.value, put.mode); !st)
-      return st;
-  if (auto st = (*txn)->put(store_db::meta, meta_next_lsn, encode_u64(next_)); !st)
+  if (auto st = put_all(**txn, tail_puts_, next_); !st)
     return st;
   // Lazily: the tail file holds these records until the databases are
   // synced (reset_tail_file).
@@ -1509,8 +1510,6 @@ status journal::scan_lmdb(lsn from, lsn to,
 }
 
 expected<journal_stats> journal::stats() {
-  (void)drain_tail(); // when it can: the figures are LMDB's
-
   auto txn = env_->begin(false);
   if (!txn)
     return txn.err();

@@ -438,6 +438,8 @@ public:
   /// True after a failed commit or sync (fail-stop).
   bool stopped() const noexcept { return stopped_.has_value(); }
 
+  /// LMDB's sizes: records still in the write-ahead tail are not in them
+  /// (tail_records()).
   expected<journal_stats> stats();
 
   /// A consistent copy of the whole store into the empty directory `dir`
@@ -483,6 +485,9 @@ private:
   // and with it for late commits and a nearly full map).
   expected<lsn_range> append_direct(const std::vector<journal_record>& batch,
                                     const late_fold_fn& late, bool durable);
+  // Makes the planned writes of the log up to `end` (exclusive) in `txn`,
+  // with meta next_lsn = end.
+  status put_all(storage_txn& txn, const std::vector<planned_put>& puts, lsn end);
   // Keeps a planned batch as the write-ahead tail's newest records (its
   // LMDB writes wait for the next drain).
   void take_into_tail(append_plan& plan, const std::vector<journal_record>& records);

@@ -49,7 +49,7 @@ struct fixture {
   status run(const journal::sync_job& job) {
     std::promise<status> done;
     auto f = done.get_future();
-    syncer.run(job.env, [&done](status s) { done.set_value(std::move(s)); });
+    syncer.run([job] { return job.run(); }, [&done](status s) { done.set_value(std::move(s)); });
     return f.get();
   }
 };

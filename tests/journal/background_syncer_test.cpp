@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "journal/background_syncer.hpp"
+#include "journal/storage_env.hpp"
 
 using namespace tally;
 
@@ -59,8 +60,8 @@ BOOST_AUTO_TEST_CASE(a_job_syncs_on_a_sync_thread_and_reports_its_outcome) {
   auto ok = std::make_shared<recording_env>();
   auto bad = std::make_shared<recording_env>(make_error(errc::io_error, "EIO"));
   std::promise<status> a, b;
-  syncer.run(ok, [&a](status s) { a.set_value(std::move(s)); });
-  syncer.run(bad, [&b](status s) { b.set_value(std::move(s)); });
+  syncer.run([ok] { return ok->sync(); }, [&a](status s) { a.set_value(std::move(s)); });
+  syncer.run([bad] { return bad->sync(); }, [&b](status s) { b.set_value(std::move(s)); });
   BOOST_CHECK(a.get_future().get());
   auto failed = b.get_future().get();
   BOOST_REQUIRE(!failed);
@@ -75,7 +76,7 @@ BOOST_AUTO_TEST_CASE(jobs_queued_at_destruction_still_run) {
   {
     background_syncer syncer{1};
     for (int i = 0; i < 50; ++i)
-      syncer.run(env, [&done](status s) {
+      syncer.run([env] { return env->sync(); }, [&done](status s) {
         if (s)
           ++done;
       });
@@ -90,7 +91,7 @@ BOOST_AUTO_TEST_CASE(many_jobs_spread_over_the_threads_and_each_runs_once) {
   {
     background_syncer syncer{4};
     for (int i = 0; i < 400; ++i)
-      syncer.run(env, [&done](status) { ++done; });
+      syncer.run([env] { return env->sync(); }, [&done](status) { ++done; });
   }
   BOOST_CHECK_EQUAL(done.load(), 400);
   BOOST_CHECK_EQUAL(env->syncs(), 400);
