@@ -158,7 +158,14 @@ void ensure_copies(mem_self self) {
     // A copy made here now is empty: while a current copy exists
     // elsewhere it follows the primary and may not lead until it has
     // caught up (check_filling), so "n_val copies" counts only filled ones.
+    // An owner's store of p unopened here (a handoff cut short by a crash,
+    // `unopened`) proves that p holds data somewhere, even at a start,
+    // before any peer is heard from and a current copy elsewhere can be
+    // seen: the empty copy is marked filling then too (it was counted as
+    // current, docs/REPLICATION.md "One copy per node").
     const bool made_now = st.cfg.has_copy && !st.cfg.has_copy(p);
+    const bool data_elsewhere = st.unopened.count(p) != 0
+                                || current_copy_elsewhere(self, p, self_id(self));
     auto h = st.cfg.open_copy(p);
     if (!h) {
       log(log_level::error, "partition ", p, ": cannot open this node's copy: ",
@@ -166,7 +173,7 @@ void ensure_copies(mem_self self) {
       continue;
     }
     st.copies[p] = *h;
-    if (made_now && current_copy_elsewhere(self, p, self_id(self)))
+    if (made_now && data_elsewhere)
       set_filling(self, p);
   }
 }

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -748,6 +750,118 @@ BOOST_AUTO_TEST_CASE(an_unopened_store_whose_ownership_comes_back_is_set_aside_b
     expect_values(cl, {n, third}, before_keys, before, true);
     expect_values(cl, {n, third}, down_keys, down, false);
     expect_values(cl, {n, third}, removing_keys, removing, false);
+  }
+}
+
+// A start beside an unopened store (docs/REPLICATION.md, "One copy per
+// node"): node N restarts with an owner's store of partition p that node X
+// owns and serves (`unopened`: a handoff to X cut short by a crash) and no
+// replica copy of p, while p's copy set names N. Its new, empty copy of p
+// is opened before any peer is heard from; it must count as filling (the
+// store proves that p holds data), not as current, until it has caught up
+// with X. The store is then not deleted as "handed off already" (X serves
+// p from its own store and never took this one): it is set aside in
+// stale/. n_val 3 on 3 nodes, so every node is in every copy set.
+BOOST_AUTO_TEST_CASE(a_new_copy_opened_beside_an_unopened_store_fills_before_it_counts) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
+    local_cluster cl{"batch"};
+    cl.extra = {"--n-val", "3"};
+    for (int i = 0; i < 3; ++i)
+      BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+    const auto before_keys = keys_named("before", 48);
+    writes before;
+    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
+    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+
+    // X owns p (its store is on disk), N and the third node hold copies.
+    auto ring = load_ring(cl.dir_of(0));
+    BOOST_REQUIRE(ring && *ring);
+    std::optional<std::uint32_t> found;
+    std::size_t x = 0;
+    for (std::uint32_t p = 0; p < q && !found; ++p)
+      for (std::size_t i = 0; i < 3 && !found; ++i)
+        if ((**ring).owners().owners[p] == id_of(*cl.nodes[i])
+            && std::filesystem::exists(cl.dir_of(i) + "/partitions/" + std::to_string(p))) {
+          found = p;
+          x = i;
+        }
+    BOOST_REQUIRE_MESSAGE(found, "no node holds the store of a partition it owns");
+    const auto p = *found;
+    const auto n = (x + 1) % 3;
+    const auto third = (x + 2) % 3;
+    BOOST_TEST_MESSAGE("partition " << p << " of node " << x << "; node " << n
+                       << " restarts beside a copy of its store");
+
+    // N stops; writes go on to X and the third node.
+    BOOST_REQUIRE(cl.nodes[n]->stop(SIGTERM) == 0);
+    BOOST_REQUIRE(cl.wait_serving({x, third}, std::chrono::milliseconds{30000}));
+    const auto down_keys = keys_named("down", 48);
+    writes down;
+    write_load(cl.nodes[third]->port, down_keys, rng.gen(), 300, down);
+    BOOST_TEST(down.failures < 3u, down.first_failure);
+
+    // X stops for a moment: N is given X's store of p (a stopped store is a
+    // whole one) in place of its own copy, and X comes back.
+    BOOST_REQUIRE(cl.nodes[x]->stop(SIGTERM) == 0);
+    const auto store = cl.dir_of(n) + "/partitions/" + std::to_string(p);
+    const auto copy = cl.dir_of(n) + "/replicas/" + std::to_string(p);
+    BOOST_REQUIRE(!std::filesystem::exists(store));
+    BOOST_REQUIRE(std::filesystem::exists(copy));
+    std::filesystem::remove_all(copy);
+    std::filesystem::remove(cl.dir_of(n) + "/filling/" + std::to_string(p));
+    std::filesystem::copy(cl.dir_of(x) + "/partitions/" + std::to_string(p), store,
+                          std::filesystem::copy_options::recursive);
+    BOOST_REQUIRE(cl.restart(x));
+    BOOST_REQUIRE(cl.wait_serving({x, third}, std::chrono::milliseconds{30000}));
+
+    // N restarts, its log at info in a file.
+    const auto log = cl.root.path + "/node" + std::to_string(n) + "-restart.log";
+    BOOST_REQUIRE(cl.restart(n, {"--log-level", "info"}, log));
+    std::string last;
+    const bool settled = wait_status(
+      cl, {0, 1, 2},
+      [&](const std::string& st) {
+        return st.find("copies: every partition has 3 current copies") != std::string::npos
+               && st.find("copies filling") == std::string::npos
+               && st.find("handoff in progress") == std::string::npos
+               && primaries_are_owners(st) && owners_serve_what_they_own(st);
+      },
+      std::chrono::milliseconds{60000}, last);
+    BOOST_TEST_REQUIRE(settled, "status never settled after the restart:\n" << last);
+    // N offers the store to X once it hears from X (a bounded wait).
+    for (int i = 0; i < 300 && std::filesystem::exists(store); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds{100});
+
+    // The new copy was filling and caught up with X before it counted.
+    std::string text;
+    {
+      std::ifstream in{log};
+      text.assign(std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{});
+    }
+    const auto caught_up = "partition " + std::to_string(p) + ": this node's new copy has "
+                           "caught up with";
+    BOOST_TEST(text.find(caught_up) != std::string::npos,
+               "node " << n << "'s log does not say its new copy of partition " << p
+                       << " caught up (it was never marked filling):\n" << text);
+    // The store X never took is set aside, not deleted; N serves its copy.
+    BOOST_TEST(!std::filesystem::exists(store));
+    BOOST_TEST(std::filesystem::exists(copy));
+    BOOST_TEST(stale_folders(cl.dir_of(n)) == 1u);
+    for (std::size_t i = 0; i < 3; ++i)
+      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(i), q) == "", "node " << i);
+    expect_values(cl, {0, 1, 2}, before_keys, before, true);
+    expect_values(cl, {0, 1, 2}, down_keys, down, false);
+
+    // N's copy holds p: with the third node killed, X and N read every
+    // acknowledged value (a quorum of 2 of 3 needs N's copy).
+    cl.nodes[third]->stop(SIGKILL);
+    BOOST_REQUIRE(cl.wait_serving({x, n}, std::chrono::milliseconds{30000}));
+    expect_values(cl, {x, n}, before_keys, before, true);
+    expect_values(cl, {x, n}, down_keys, down, false);
   }
 }
 

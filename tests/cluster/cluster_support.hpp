@@ -175,13 +175,19 @@ struct local_cluster {
   }
 
   /// Restarts node i on its data dir (it finds its cluster from its ring).
-  bool restart(std::size_t i) {
+  /// `more`: flags after the cluster's own (a later --log-level wins);
+  /// `log_path`: where this start's stdout and stderr go (the test's
+  /// stderr when empty).
+  bool restart(std::size_t i, const std::vector<std::string>& more = {},
+               const std::string& log_path = {}) {
     auto cport = nodes[i]->cluster_port;
     nodes[i] = std::make_unique<server>(dir_of(i), durability);
     nodes[i]->cluster_port = cport;
+    nodes[i]->log_path = log_path;
     auto args = extra;
     for (auto& f : link_flags())
       args.push_back(f);
+    args.insert(args.end(), more.begin(), more.end());
     return nodes[i]->start(args);
   }
 
