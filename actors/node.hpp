@@ -89,6 +89,10 @@ struct node_config {
   /// Journals append through their write-ahead tail (journal_options::
   /// write_ahead_tail; docs/STORAGE.md, "The write-ahead tail").
   bool journal_tail = true;
+  /// Records a journal's tail holds in memory before they move into LMDB
+  /// in one transaction (--journal-tail-records; journal_options::
+  /// tail_drain_records).
+  std::uint64_t journal_tail_records = 256;
   /// The node-to-node port (docs/CLUSTER.md). nullopt: the one this data
   /// dir used before, else client port + 1000, else (client port 0) any.
   std::optional<std::uint16_t> cluster_port;

@@ -416,6 +416,7 @@ partition_options partition_opener::options(std::uint32_t i, bool must_exist,
   po.map_size = cfg_.map_size;
   po.sync_elsewhere = sync_elsewhere_;
   po.write_ahead_tail = cfg_.journal_tail;
+  po.tail_drain_records = cfg_.journal_tail_records;
   po.dependency_sink = dependency_checks_;
   po.snapshot_retention_us = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(cfg_.snapshot_retention).count());

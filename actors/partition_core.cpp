@@ -123,6 +123,7 @@ partition_core::open(partition_options opts) {
   jo.map_size = o.map_size;
   jo.must_exist = o.must_exist;
   jo.write_ahead_tail = o.write_ahead_tail;
+  jo.tail_drain_records = o.tail_drain_records;
   auto opened = journal::open(jo, o.env);
   if (!opened)
     return opened.err();

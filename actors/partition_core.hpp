@@ -154,6 +154,8 @@ struct partition_options {
   /// The journal appends through its write-ahead tail
   /// (journal_options::write_ahead_tail).
   bool write_ahead_tail = false;
+  /// journal_options::tail_drain_records.
+  std::uint64_t tail_drain_records = 256;
   /// Where a replica's dependency checks are added up with the other
   /// copies' of the node (check_dependencies; `tally cluster status`);
   /// null: kept per partition only.

@@ -121,6 +121,10 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           and move records into LMDB in bulk (default on;
                           docs/STORAGE.md, "The write-ahead tail"); off: an
                           LMDB transaction per group commit
+  --journal-tail-records N
+                          records a partition's tail holds in memory before
+                          they move into LMDB in one transaction: memory
+                          against LMDB commits (default 256)
   --sync-threads N        threads that sync the journals of partitions on
                           shard threads (durability batch, periodic;
                           default 16)
@@ -340,6 +344,8 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
       cfg.journal_tail = false;
     else
       throw bad_flag{"--journal-tail takes on or off, not '" + v + "'"};
+  } else if (key == "journal-tail-records") {
+    cfg.journal_tail_records = parse_positive(key, v, 1u << 20);
   } else if (key == "sync-threads") {
     cfg.sync_threads = parse_positive(key, v, 64);
   } else if (key == "max-clock-skew-ms") {

@@ -106,7 +106,7 @@ struct journal_options {
   bool write_ahead_tail = false;
   /// With the tail: records kept in memory before they move into LMDB in
   /// one transaction.
-  std::uint64_t tail_drain_records = 1024;
+  std::uint64_t tail_drain_records = 256;
   /// With the tail: once the file is this large, a drain also syncs the
   /// databases and empties it (checkpoints empty it before that).
   std::uint64_t tail_file_limit = std::uint64_t{8} << 20;
