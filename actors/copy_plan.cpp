@@ -74,6 +74,15 @@ bool current_copy_elsewhere(mem_self self, std::uint32_t p, const node_id& who) 
   return false;
 }
 
+// Whether a peer that is up serves an owner's store of partition p (it
+// hands it to p's owner when the owner is another node).
+bool owner_store_elsewhere(mem_self self, std::uint32_t p) {
+  for (const auto& [id, pe] : self->state.peers)
+    if (pe.up && p < pe.parts.size() && pe.parts[p])
+      return true;
+  return false;
+}
+
 } // namespace
 
 bool current_copy_on(mem_self self, std::uint32_t p, const node_id& node) {
@@ -151,9 +160,20 @@ void ensure_copies(mem_self self) {
     // at a restart, where only partitions/<p> folders are opened.
     const bool owned_copy_on_disk = owners[p] == self_id(self) && !st.local[p] && !st.copies[p]
                                     && st.cfg.has_copy && st.cfg.has_copy(p);
-    if (!owned_copy_on_disk && (st.copies[p] || owners[p] == self_id(self) || st.local[p]))
+    // A partition this node now owns and holds nothing of, while no node
+    // holds an owner's store of it to hand off: its previous owner served
+    // it from a copy (one re-created after a removal, docs/CLUSTER.md),
+    // and copies are not handed off. The new owner opens a copy of its own
+    // (filled from the others) instead of staying one copy short. A store
+    // that turns up later is not received beside it: its sender keeps it
+    // as a copy or sets it aside ("One copy per node").
+    const bool owner_with_nothing = owners[p] == self_id(self) && !st.local[p] && !st.copies[p]
+                                    && st.unopened.count(p) == 0 && st.incoming.count(p) == 0
+                                    && settled(self) && !owner_store_elsewhere(self, p);
+    const bool open_here = owned_copy_on_disk || owner_with_nothing;
+    if (!open_here && (st.copies[p] || owners[p] == self_id(self) || st.local[p]))
       continue;
-    if (!owned_copy_on_disk && !in_copy_set(*st.ring, p, self_id(self)))
+    if (!open_here && !in_copy_set(*st.ring, p, self_id(self)))
       continue;
     // A copy made here now is empty: while a current copy exists
     // elsewhere it follows the primary and may not lead until it has

@@ -620,6 +620,113 @@ BOOST_AUTO_TEST_CASE(removing_a_killed_node_re_creates_its_copies_and_loses_noth
   }
 }
 
+// A join after a removal (docs/CLUSTER.md, "Removing a dead node"): the
+// owner of a partition whose copy on the removed node was re-created
+// serves it from `replicas/<p>`, not from an owner's store, so when a
+// later claim gives p to a joining node there is no store to hand off.
+// The new owner must still get a copy of p: filled from the others, it
+// makes p's 3 copies again. n_val 3: 4 nodes, node 3 killed and removed,
+// then a fifth node joins whose node id (its cluster port, chosen by
+// replaying the join's claim on the saved ring) makes it the owner of such
+// a partition. Every partition must have 3 current copies again, the new
+// node must hold a copy of p, no node two, and every acknowledged write
+// must read back through every node.
+BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a_copy) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
+    local_cluster cl{"batch"};
+    cl.extra = {"--n-val", "3"};
+    for (int i = 0; i < 4; ++i)
+      BOOST_REQUIRE(cl.add());
+    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2, 3}));
+    const auto before_keys = keys_named("before", 48);
+    writes before;
+    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
+    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+
+    const auto dead = id_of(*cl.nodes[3]);
+    cl.nodes[3]->stop(SIGKILL);
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
+    auto removed = admin_of(cl, 0, "remove", {dead});
+    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+    std::string last;
+    auto complete = [&](const std::string& st) {
+      return st.find("copies: every partition has 3 current copies") != std::string::npos
+             && st.find("to be re-created") == std::string::npos
+             && st.find("copies filling") == std::string::npos
+             && st.find("handoff in progress") == std::string::npos
+             && primaries_are_owners(st) && owners_serve_what_they_own(st);
+    };
+    BOOST_TEST_REQUIRE(wait_status(cl, {0, 1, 2}, complete, std::chrono::milliseconds{90000},
+                                   last),
+                       "status never settled after the removal:\n" << last);
+
+    // The partitions their owners serve from a copy (replicas/<p>, no
+    // partitions/<p>).
+    auto saved = load_ring(cl.dir_of(0));
+    BOOST_REQUIRE(saved && *saved);
+    const ring_state ring = **saved;
+    std::set<std::uint32_t> from_copy;
+    for (std::uint32_t p = 0; p < q; ++p)
+      for (std::size_t n = 0; n < 3; ++n)
+        if (ring.owners().owners[p] == id_of(*cl.nodes[n])
+            && std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
+            && !std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p)))
+          from_copy.insert(p);
+    BOOST_REQUIRE_MESSAGE(!from_copy.empty(), "no owner serves a partition from a copy");
+
+    // A cluster port for the new node whose join gives it one of them.
+    std::optional<std::uint32_t> taken;
+    std::uint16_t port = 0;
+    for (int attempt = 0; attempt < 500 && !taken; ++attempt) {
+      port = free_port();
+      ring_state after = ring;
+      const node_id id = "tally@127.0.0.1:" + std::to_string(port);
+      if (!after.join(id))
+        continue;
+      auto claimant = after.claimant();
+      if (!claimant || !after.claim(*claimant))
+        continue;
+      for (auto p : from_copy)
+        if (after.owners().owners[p] == id)
+          taken = p;
+    }
+    BOOST_REQUIRE_MESSAGE(taken, "no node id of 500 tried takes a partition served from a copy");
+    const auto p = *taken;
+    BOOST_TEST_MESSAGE("the new node (cluster port " << port << ") takes partition " << p
+                       << ", served from a copy by its owner");
+
+    // It joins under writes.
+    const auto joining_keys = keys_named("joining", 48);
+    writes joining;
+    std::thread load{write_load, cl.nodes[1]->port, std::cref(joining_keys), rng.gen(),
+                     std::size_t{400}, std::ref(joining)};
+    const bool added = cl.add(port);
+    const std::size_t m = 4;
+    const bool settled =
+      added && wait_status(cl, {0, 1, 2, m}, complete, std::chrono::milliseconds{90000}, last);
+    load.join();
+    BOOST_TEST_REQUIRE(added);
+    auto now = load_ring(cl.dir_of(m));
+    BOOST_REQUIRE(now && *now);
+    BOOST_REQUIRE_MESSAGE((**now).owners().owners[p] == id_of(*cl.nodes[m]),
+                          "partition " << p << " went to " << (**now).owners().owners[p]
+                                       << ", not to the new node as replayed");
+    BOOST_TEST(settled, "status never showed 3 current copies after the join:\n" << last);
+    const auto store = cl.dir_of(m) + "/partitions/" + std::to_string(p);
+    const auto copy = cl.dir_of(m) + "/replicas/" + std::to_string(p);
+    BOOST_TEST((std::filesystem::exists(store) || std::filesystem::exists(copy)),
+               "the new owner of partition " << p << " holds no copy of it");
+    for (std::size_t i : {0u, 1u, 2u, 4u})
+      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(i), q) == "", "node " << i);
+    BOOST_TEST(joining.failures < 4u, joining.first_failure);
+    expect_values(cl, {0, 1, 2, m}, before_keys, before, true);
+    expect_values(cl, {0, 1, 2, m}, joining_keys, joining, false);
+  }
+}
+
 // One copy per node (docs/REPLICATION.md, "One copy per node"): a node
 // that starts with an owner's store of a partition another node owns
 // (`unopened`, as after a crash in the middle of handing it off) opens a

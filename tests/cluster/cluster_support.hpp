@@ -160,10 +160,12 @@ struct local_cluster {
   }
 
   /// Starts one more node (joining node 0 unless it is the first); false
-  /// when it does not serve.
-  bool add() {
+  /// when it does not serve. `cluster_port`: its node-to-node port, so its
+  /// node id, when the test chose it (0: a free one).
+  bool add(std::uint16_t cluster_port = 0) {
     auto i = nodes.size();
     nodes.push_back(std::make_unique<server>(dir_of(i), durability));
+    nodes.back()->cluster_port = cluster_port;
     auto args = extra;
     for (auto& f : link_flags())
       args.push_back(f);
