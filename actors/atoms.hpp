@@ -11,6 +11,11 @@ using part_read_atom = caf::atom_constant<caf::atom("p_read")>;
 using part_prepare_atom = caf::atom_constant<caf::atom("p_prepare")>;
 using part_commit_atom = caf::atom_constant<caf::atom("p_commit")>;
 using part_abort_atom = caf::atom_constant<caf::atom("p_abort")>;
+// (p_fwd, kind, bytes): a request (kind one of the four above) that reached
+// a replica of the partition, passed on to the primary it follows; served
+// there as (kind, bytes) when that copy leads, refused otherwise (never
+// passed on twice). The answer goes to the first sender.
+using part_fwd_atom = caf::atom_constant<caf::atom("p_fwd")>;
 // (p_find, encode_wire(tx_id)) -> part_find_resp bytes: the commit time of
 // the transaction in this partition's journal, 0 for none.
 using part_find_atom = caf::atom_constant<caf::atom("p_find")>;

@@ -631,7 +631,7 @@ void expire_awaiting_leader(partition_self self, std::chrono::milliseconds limit
 // request's reply address into the promise), so the serving path returns
 // its reply.
 std::optional<caf::response_promise> divert(partition_self self, caf::atom_value kind,
-                                            std::string& bytes) {
+                                            std::string& bytes, bool may_forward = true) {
   auto& st = self->state;
   if (st.mode == partition_mode::serving && !st.repl.serves_clients()
       && kind != part_find_atom::value) {
@@ -641,6 +641,29 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
         {kind, std::move(bytes), rp, std::chrono::steady_clock::now()});
       return rp;
     }
+    // A replica that follows a known primary passes the request on to it
+    // (once: the primary serves it or refuses it), so that a sender whose
+    // route is behind the copy set's (a failover, a node just back) is
+    // served instead of refused. The answer comes back through here,
+    // bounded as a held request is (a paused primary answers nothing);
+    // a timer per request, but only on this path of a route behind.
+    if (may_forward)
+      if (auto primary = st.repl.primary_handle()) {
+        const auto bound = st.timers.read_timeout.count() > 0 ? st.timers.read_timeout
+                                                              : std::chrono::milliseconds{2000};
+        self->request(primary, bound, part_fwd_atom::value, kind, std::move(bytes))
+          .then([rp](std::string& reply) mutable { rp.deliver(std::move(reply)); },
+                [self, rp, kind](caf::error& e) mutable {
+                  rp.deliver(error_reply_bytes(
+                    kind, make_error(errc::unavailable,
+                                     "partition " + std::to_string(self->state.index)
+                                       + ": this copy is a replica and its primary did not "
+                                         "answer (" + self->system().render(e)
+                                       + "); if this was a write, its outcome is unknown: "
+                                         "retry with the same op ids")));
+                });
+        return rp;
+      }
     rp.deliver(error_reply_bytes(kind, st.repl.refusal(st.index)));
     return rp;
   }
@@ -893,6 +916,78 @@ void on_tick(partition_self self) {
   schedule_tick(self);
 }
 
+// The requests (part_*_atom with their encoded request): served here, or
+// diverted (deferred, held for a leader, passed on to the primary when
+// `may_forward`, or refused: divert()).
+caf::result<std::string> serve_read(partition_self self, std::string& bytes, bool may_forward) {
+  auto& st = self->state;
+  if (auto held = divert(self, part_read_atom::value, bytes, may_forward))
+    return *held;
+  auto req = decode_wire<part_read_req>(bytes);
+  if (!req)
+    return encode_wire(part_read_resp{req.err(), {}});
+  st.repl.note_read(self); // keeps the read lease (replicated primary)
+  if (readable(self, *req))
+    return encode_wire(serve(*st.core, *req));
+  if (auto full = parked_reads_full(self))
+    return encode_wire(part_read_resp{*full, {}});
+  auto rp = self->make_response_promise();
+  st.reads.push_back({std::move(*req), {rp, {}}, std::chrono::steady_clock::now()});
+  retry_reads(self);
+  return rp;
+}
+
+caf::result<std::string> serve_prepare(partition_self self, std::string& bytes, bool may_forward) {
+  auto& st = self->state;
+  if (auto held = divert(self, part_prepare_atom::value, bytes, may_forward))
+    return *held;
+  auto req = decode_wire<part_prepare_req>(bytes);
+  if (!req)
+    return encode_wire(part_time_resp{req.err(), 0, 0});
+  auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
+                                    req->snapshot_time, req->two_phase,
+                                    std::move(req->participants),
+                                    std::move(req->coordinator));
+  auto rp = self->make_response_promise();
+  admit_prepare(self, req->tx, req->two_phase, std::move(out), prepare_reply{rp, {}});
+  return rp;
+}
+
+caf::result<std::string> serve_commit(partition_self self, std::string& bytes, bool may_forward) {
+  auto& st = self->state;
+  if (auto held = divert(self, part_commit_atom::value, bytes, may_forward))
+    return *held;
+  auto req = decode_wire<part_commit_req>(bytes);
+  if (!req)
+    return encode_wire(part_ack{req.err()});
+  auto c = st.core->stage_commit(req->tx, req->commit_time);
+  if (!c)
+    return encode_wire(part_ack{c.err()});
+  auto rp = self->make_response_promise();
+  st.writes.push_back({true, {}, {}, {rp, {}}});
+  schedule_flush(self);
+  return rp;
+}
+
+caf::result<std::string> serve_abort(partition_self self, std::string& bytes, bool may_forward) {
+  auto& st = self->state;
+  if (auto held = divert(self, part_abort_atom::value, bytes, may_forward))
+    return *held;
+  auto req = decode_wire<part_abort_req>(bytes);
+  if (!req)
+    return encode_wire(part_ack{req.err()});
+  auto a = st.core->stage_abort(req->tx);
+  redrive_ready(self);
+  publish(self);
+  if (st.core->has_staged())
+    schedule_flush(self);
+  retry_reads(self);
+  close_if_drained(self);
+  if (!a)
+    return encode_wire(part_ack{a.err()});
+  return encode_wire(part_ack{});
+}
+
 // The direct calls (messages.hpp, part_*_call: the client server's path,
 // local or through a remote caller): served like the requests, answered
 // through the call's function.
@@ -1027,69 +1122,30 @@ caf::behavior partition_fn(partition_self self,
   });
   caf::message_handler serving{
     [self](part_read_atom, std::string& bytes) -> caf::result<std::string> {
-      auto& st = self->state;
-      if (auto held = divert(self, part_read_atom::value, bytes))
-        return *held;
-      auto req = decode_wire<part_read_req>(bytes);
-      if (!req)
-        return encode_wire(part_read_resp{req.err(), {}});
-      st.repl.note_read(self); // keeps the read lease (replicated primary)
-      if (readable(self, *req))
-        return encode_wire(serve(*st.core, *req));
-      if (auto full = parked_reads_full(self))
-        return encode_wire(part_read_resp{*full, {}});
-      auto rp = self->make_response_promise();
-      st.reads.push_back({std::move(*req), {rp, {}}, std::chrono::steady_clock::now()});
-      retry_reads(self);
-      return rp;
+      return serve_read(self, bytes, true);
     },
     [self](part_prepare_atom, std::string& bytes) -> caf::result<std::string> {
-      auto& st = self->state;
-      if (auto held = divert(self, part_prepare_atom::value, bytes))
-        return *held;
-      auto req = decode_wire<part_prepare_req>(bytes);
-      if (!req)
-        return encode_wire(part_time_resp{req.err(), 0, 0});
-      auto out = st.core->stage_prepare(req->tx, std::move(req->updates),
-                                        req->snapshot_time, req->two_phase,
-                                        std::move(req->participants),
-                                        std::move(req->coordinator));
-      auto rp = self->make_response_promise();
-      admit_prepare(self, req->tx, req->two_phase, std::move(out), prepare_reply{rp, {}});
-      return rp;
+      return serve_prepare(self, bytes, true);
     },
     [self](part_commit_atom, std::string& bytes) -> caf::result<std::string> {
-      auto& st = self->state;
-      if (auto held = divert(self, part_commit_atom::value, bytes))
-        return *held;
-      auto req = decode_wire<part_commit_req>(bytes);
-      if (!req)
-        return encode_wire(part_ack{req.err()});
-      auto c = st.core->stage_commit(req->tx, req->commit_time);
-      if (!c)
-        return encode_wire(part_ack{c.err()});
-      auto rp = self->make_response_promise();
-      st.writes.push_back({true, {}, {}, {rp, {}}});
-      schedule_flush(self);
-      return rp;
+      return serve_commit(self, bytes, true);
     },
     [self](part_abort_atom, std::string& bytes) -> caf::result<std::string> {
-      auto& st = self->state;
-      if (auto held = divert(self, part_abort_atom::value, bytes))
-        return *held;
-      auto req = decode_wire<part_abort_req>(bytes);
-      if (!req)
-        return encode_wire(part_ack{req.err()});
-      auto a = st.core->stage_abort(req->tx);
-      redrive_ready(self);
-      publish(self);
-      if (st.core->has_staged())
-        schedule_flush(self);
-      retry_reads(self);
-      close_if_drained(self);
-      if (!a)
-        return encode_wire(part_ack{a.err()});
-      return encode_wire(part_ack{});
+      return serve_abort(self, bytes, true);
+    },
+    // A request a replica passed on (divert): served here, or refused,
+    // never passed on again.
+    [self](part_fwd_atom, caf::atom_value kind, std::string& bytes) -> caf::result<std::string> {
+      if (kind == part_read_atom::value)
+        return serve_read(self, bytes, false);
+      if (kind == part_prepare_atom::value)
+        return serve_prepare(self, bytes, false);
+      if (kind == part_commit_atom::value)
+        return serve_commit(self, bytes, false);
+      if (kind == part_abort_atom::value)
+        return serve_abort(self, bytes, false);
+      return encode_wire(part_ack{make_error(errc::invalid_argument,
+                                             "a passed-on request of an unknown kind")});
     },
     // Recovery of a transaction a crash left undecided on another node
     // (docs/CLUSTER.md): does this partition's journal hold its commit?

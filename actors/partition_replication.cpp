@@ -121,6 +121,15 @@ error partition_replication::refusal(std::uint32_t partition) const {
   return make_error(errc::unavailable, why);
 }
 
+caf::actor partition_replication::primary_handle() const {
+  if (role_ != copy_role::replica || primary_.empty())
+    return {};
+  for (const auto& p : peers_)
+    if (p.node == primary_)
+      return p.handle;
+  return {};
+}
+
 partition_replication::peer_link* partition_replication::find_peer(const node_id& n) {
   for (auto& p : peers_)
     if (p.node == n)

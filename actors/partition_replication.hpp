@@ -102,6 +102,10 @@ public:
   void start_following() noexcept { role_ = copy_role::replica; }
   /// Why a client request is refused here (role not serving).
   error refusal(std::uint32_t partition) const;
+  /// A replica's primary, when its membership named one and gave its
+  /// handle: where a request that reached this copy is passed on
+  /// (part_fwd_atom) instead of being refused. Null otherwise.
+  caf::actor primary_handle() const;
 
   /// After a successful flush: ships what it appended and holds `answers`
   /// until it is on w copies (solo, or w = 1: answered at once).
