@@ -51,6 +51,10 @@ struct node_config {
   /// Copies of each partition, for a new cluster (its founder's setting;
   /// nodes that join take the ring's): docs/REPLICATION.md.
   std::uint32_t n_val = 1;
+  /// A peer silent this long (no heartbeat; CAF's middleman sends one
+  /// every 250 ms) is down: its copies fail over (--peer-timeout-ms;
+  /// docs/CLUSTER.md, "Failures").
+  std::chrono::milliseconds peer_timeout{1000};
   durability mode = durability::batch;
   /// Durability periodic: sync each journal this often (--durability
   /// periodic:MS, default 1000).

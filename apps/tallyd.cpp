@@ -91,6 +91,9 @@ constexpr const char* usage = R"(usage: tallyd [options]
                           the cluster's. N > 1: each write is acknowledged
                           once a majority of the copies have it, and a dead
                           node's partitions fail over (docs/REPLICATION.md)
+  --peer-timeout-ms MS    a peer that sends no heartbeat (every 250 ms) for
+                          this long is down: its partitions fail over
+                          (default 1000; at least 500)
   --stale-keep-hours H    n_val > 1: how long a copy set aside in
                           DATA-DIR/stale/ (stale, or a retired copy not
                           proven to be held by the primary) is kept for
@@ -289,6 +292,10 @@ void apply(node_config& cfg, const std::string& key, const std::string& v) {
     cfg.partitions = static_cast<std::uint32_t>(parse_uint(key, v, 1u << 16));
   } else if (key == "stale-keep-hours") {
     cfg.stale_keep = std::chrono::hours(parse_uint(key, v, 24 * 365 * 100));
+  } else if (key == "peer-timeout-ms") {
+    cfg.peer_timeout = std::chrono::milliseconds(parse_uint(key, v, 3600000));
+    if (cfg.peer_timeout.count() < 500)
+      throw bad_flag{"--peer-timeout-ms is at least 500 (heartbeats go every 250 ms)"};
   } else if (key == "n-val") {
     cfg.n_val = static_cast<std::uint32_t>(parse_positive(key, v, 16));
   } else if (key == "durability") {
@@ -530,10 +537,12 @@ int main(int argc, char** argv) {
     }
     sys_cfg.set("middleman.workers", 0);
     // Failure detection between nodes (CAF-NOTES.md, "Multi-node"): without
-    // heartbeats a paused peer is never noticed. A peer silent for 2 s is
-    // down: its partitions answer "unavailable" until it is back.
+    // heartbeats a paused peer is never noticed. A peer silent for
+    // --peer-timeout-ms (1 s; 2 s until stop 29) is down: its copies fail
+    // over, and with n_val 1 its partitions answer "unavailable" until it
+    // is back.
     sys_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{250}});
-    sys_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{2}});
+    sys_cfg.set("middleman.connection-timeout", caf::timespan{cfg->peer_timeout});
     sys_cfg.load<caf::io::middleman>();
     if (auto st = configure_node_links(sys_cfg, cfg->links, cfg->data_dir, !cfg->join.empty());
         !st) {
