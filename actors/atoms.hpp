@@ -13,8 +13,9 @@ using part_commit_atom = caf::atom_constant<caf::atom("p_commit")>;
 using part_abort_atom = caf::atom_constant<caf::atom("p_abort")>;
 // (p_fwd, kind, bytes): a request (kind one of the four above) that reached
 // a replica of the partition, passed on to the primary it follows; served
-// there as (kind, bytes) when that copy leads, refused otherwise (never
-// passed on twice). The answer goes to the first sender.
+// there when that copy leads, held when it is taking over, refused
+// otherwise (not passed on again). Answered to the replica, which answers
+// its sender.
 using part_fwd_atom = caf::atom_constant<caf::atom("p_fwd")>;
 // (p_find, encode_wire(tx_id)) -> part_find_resp bytes: the commit time of
 // the transaction in this partition's journal, 0 for none.

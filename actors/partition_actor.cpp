@@ -642,7 +642,7 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
       return rp;
     }
     // A replica that follows a known primary passes the request on to it
-    // (once: the primary serves it or refuses it), so that a sender whose
+    // (once: the primary serves, holds or refuses it), so that a sender whose
     // route is behind the copy set's (a failover, a node just back) is
     // served instead of refused. The answer comes back through here,
     // bounded as a held request is (a paused primary answers nothing);
@@ -1133,8 +1133,8 @@ caf::behavior partition_fn(partition_self self,
     [self](part_abort_atom, std::string& bytes) -> caf::result<std::string> {
       return serve_abort(self, bytes, true);
     },
-    // A request a replica passed on (divert): served here, or refused,
-    // never passed on again.
+    // A request a replica passed on (divert): served here, held while
+    // this copy takes over, or refused; not passed on again.
     [self](part_fwd_atom, caf::atom_value kind, std::string& bytes) -> caf::result<std::string> {
       if (kind == part_read_atom::value)
         return serve_read(self, bytes, false);

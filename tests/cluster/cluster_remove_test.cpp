@@ -212,6 +212,34 @@ bool wait_status(const local_cluster& cl, const std::vector<std::size_t>& live, 
   }
 }
 
+// A settled n_val 3 cluster in `cluster status`: every partition with 3
+// current copies, none to be re-created or filling, no handoff under way,
+// each primary its owner and each owner serving what it owns.
+bool copies_settled(const std::string& st) {
+  return st.find("copies: every partition has 3 current copies") != std::string::npos
+         && st.find("to be re-created") == std::string::npos
+         && st.find("copies filling") == std::string::npos
+         && st.find("handoff in progress") == std::string::npos && primaries_are_owners(st)
+         && owners_serve_what_they_own(st);
+}
+
+// Starts `nodes` nodes with n_val 3 (TLS node links, the default), waits
+// until they serve, and writes 300 increments over `keys` through node 0,
+// every one acknowledged (into `w`).
+void start_n_val_3(local_cluster& cl, std::size_t nodes, std::uint64_t seed,
+                   const std::vector<object_key>& keys, writes& w) {
+  cl.extra = {"--n-val", "3"};
+  for (std::size_t i = 0; i < nodes; ++i)
+    BOOST_REQUIRE(cl.add());
+  BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
+  std::vector<std::size_t> all(nodes);
+  for (std::size_t i = 0; i < nodes; ++i)
+    all[i] = i;
+  BOOST_REQUIRE(cl.wait_serving(all));
+  write_load(cl.nodes[0]->port, keys, seed, 300, w);
+  BOOST_TEST_REQUIRE(w.failures == 0u, w.first_failure);
+}
+
 // Waits (bounded) until the process of `s` has exited by itself; true when
 // it has.
 bool wait_gone(server& s, std::chrono::milliseconds limit) {
@@ -636,15 +664,9 @@ BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a
   TALLY_SEED_CONTEXT(rng) {
     constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
     local_cluster cl{"batch"};
-    cl.extra = {"--n-val", "3"};
-    for (int i = 0; i < 4; ++i)
-      BOOST_REQUIRE(cl.add());
-    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
-    BOOST_REQUIRE(cl.wait_serving({0, 1, 2, 3}));
     const auto before_keys = keys_named("before", 48);
     writes before;
-    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
-    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+    start_n_val_3(cl, 4, rng.gen(), before_keys, before);
 
     const auto dead = id_of(*cl.nodes[3]);
     cl.nodes[3]->stop(SIGKILL);
@@ -652,15 +674,8 @@ BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a
     auto removed = admin_of(cl, 0, "remove", {dead});
     BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
     std::string last;
-    auto complete = [&](const std::string& st) {
-      return st.find("copies: every partition has 3 current copies") != std::string::npos
-             && st.find("to be re-created") == std::string::npos
-             && st.find("copies filling") == std::string::npos
-             && st.find("handoff in progress") == std::string::npos
-             && primaries_are_owners(st) && owners_serve_what_they_own(st);
-    };
-    BOOST_TEST_REQUIRE(wait_status(cl, {0, 1, 2}, complete, std::chrono::milliseconds{90000},
-                                   last),
+    BOOST_TEST_REQUIRE(wait_status(cl, {0, 1, 2}, copies_settled,
+                                   std::chrono::milliseconds{90000}, last),
                        "status never settled after the removal:\n" << last);
 
     // The partitions their owners serve from a copy (replicas/<p>, no
@@ -706,7 +721,8 @@ BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a
     const bool added = cl.add(port);
     const std::size_t m = 4;
     const bool settled =
-      added && wait_status(cl, {0, 1, 2, m}, complete, std::chrono::milliseconds{90000}, last);
+      added && wait_status(cl, {0, 1, 2, m}, copies_settled, std::chrono::milliseconds{90000},
+                           last);
     load.join();
     BOOST_TEST_REQUIRE(added);
     auto now = load_ring(cl.dir_of(m));
@@ -748,15 +764,9 @@ BOOST_AUTO_TEST_CASE(an_unopened_store_whose_ownership_comes_back_is_set_aside_b
   TALLY_SEED_CONTEXT(rng) {
     constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
     local_cluster cl{"batch"};
-    cl.extra = {"--n-val", "3"};
-    for (int i = 0; i < 4; ++i)
-      BOOST_REQUIRE(cl.add());
-    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
-    BOOST_REQUIRE(cl.wait_serving({0, 1, 2, 3}));
     const auto before_keys = keys_named("before", 48);
     writes before;
-    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
-    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+    start_n_val_3(cl, 4, rng.gen(), before_keys, before);
 
     // Node x, partition p and node n: the ring (its node ids are the
     // nodes' random ports) decides which nodes can play them.
@@ -874,15 +884,9 @@ BOOST_AUTO_TEST_CASE(a_new_copy_opened_beside_an_unopened_store_fills_before_it_
   TALLY_SEED_CONTEXT(rng) {
     constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
     local_cluster cl{"batch"};
-    cl.extra = {"--n-val", "3"};
-    for (int i = 0; i < 3; ++i)
-      BOOST_REQUIRE(cl.add());
-    BOOST_REQUIRE(cl.wait_settled(std::chrono::milliseconds{90000}));
-    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
     const auto before_keys = keys_named("before", 48);
     writes before;
-    write_load(cl.nodes[0]->port, before_keys, rng.gen(), 300, before);
-    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+    start_n_val_3(cl, 3, rng.gen(), before_keys, before);
 
     // X owns p (its store is on disk), N and the third node hold copies.
     auto ring = load_ring(cl.dir_of(0));
@@ -929,15 +933,8 @@ BOOST_AUTO_TEST_CASE(a_new_copy_opened_beside_an_unopened_store_fills_before_it_
     const auto log = cl.root.path + "/node" + std::to_string(n) + "-restart.log";
     BOOST_REQUIRE(cl.restart(n, {"--log-level", "info"}, log));
     std::string last;
-    const bool settled = wait_status(
-      cl, {0, 1, 2},
-      [&](const std::string& st) {
-        return st.find("copies: every partition has 3 current copies") != std::string::npos
-               && st.find("copies filling") == std::string::npos
-               && st.find("handoff in progress") == std::string::npos
-               && primaries_are_owners(st) && owners_serve_what_they_own(st);
-      },
-      std::chrono::milliseconds{60000}, last);
+    const bool settled =
+      wait_status(cl, {0, 1, 2}, copies_settled, std::chrono::milliseconds{60000}, last);
     BOOST_TEST_REQUIRE(settled, "status never settled after the restart:\n" << last);
     // N offers the store to X once it hears from X (a bounded wait).
     for (int i = 0; i < 300 && std::filesystem::exists(store); ++i)
