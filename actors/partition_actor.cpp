@@ -117,9 +117,11 @@ struct partition_state {
   partition_mode mode = partition_mode::serving;
   std::vector<deferred_request> deferred;
   // Requests that came while this copy did not lead and knew of no copy
-  // that did (a take-over round under way, or a replica not yet told its
-  // primary): served once it leads, refused once another copy is named or
-  // after the read timeout (docs/REPLICATION.md, "Failover").
+  // that did and that it could reach (a take-over round under way, a
+  // replica not yet told its primary, or one whose primary's node is seen
+  // down): served once it leads, passed on once it reaches a primary,
+  // refused once stale or after the read timeout (docs/REPLICATION.md,
+  // "Failover").
   std::vector<deferred_request> awaiting_leader;
   caf::response_promise drained; // answered when the journal is closed
   caf::actor target;             // mode forwarding
@@ -587,19 +589,22 @@ void forward_deferred(partition_self self) {
   }
 }
 
-// After a change of role: the requests held for want of a leader are
-// served here (sent again through this actor's mailbox, their answers still
-// going to their senders) once this copy leads, refused once it knows
-// another copy leads or has gone stale, and otherwise kept.
+// After a change of role or of the copies' links: the requests held for
+// want of a leader are sent again through this actor's mailbox (their
+// answers still going to their senders) once this copy leads or knows a
+// primary it can reach, where they are served or passed on to it (divert);
+// refused once the copy has gone stale; and otherwise kept, with the time
+// they came, until expire_awaiting_leader.
 void release_awaiting_leader(partition_self self) {
   auto& st = self->state;
-  if (st.awaiting_leader.empty() || st.repl.awaits_leader())
+  if (st.awaiting_leader.empty() || st.repl.awaits_leader() || st.repl.awaits_primary_link())
     return;
   auto held = std::move(st.awaiting_leader);
   st.awaiting_leader.clear();
-  const bool serve = st.repl.serves_clients() && st.mode == partition_mode::serving;
+  const bool again = st.mode == partition_mode::serving
+                     && (st.repl.serves_clients() || st.repl.primary_handle());
   for (auto& d : held) {
-    if (serve)
+    if (again)
       d.rp.delegate(caf::actor{self}, d.kind, std::move(d.bytes));
     else
       d.rp.deliver(error_reply_bytes(d.kind, st.repl.refusal(st.index)));
@@ -636,7 +641,11 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
   if (st.mode == partition_mode::serving && !st.repl.serves_clients()
       && kind != part_find_atom::value) {
     auto rp = self->make_response_promise();
-    if (st.repl.awaits_leader() && st.awaiting_leader.size() < max_awaiting_leader) {
+    // Held: by a copy in a take-over round or told no primary, and by a
+    // replica whose primary it cannot reach (unless the request was passed
+    // on to it already: the copy that passed it on answers its sender).
+    const bool hold = st.repl.awaits_leader() || (may_forward && st.repl.awaits_primary_link());
+    if (hold && st.awaiting_leader.size() < max_awaiting_leader) {
       st.awaiting_leader.push_back(
         {kind, std::move(bytes), rp, std::chrono::steady_clock::now()});
       return rp;

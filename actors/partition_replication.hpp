@@ -158,6 +158,15 @@ public:
     return role_ == copy_role::promoting
            || (role_ == copy_role::replica && primary_.empty());
   }
+  /// A replica whose membership named a primary it has no link to (the
+  /// primary's node is seen down, or cut off): a take-over round or a new
+  /// configuration is near. The partition holds a client request for it
+  /// (bounded by the read timeout) instead of refusing it: refused, the
+  /// client retried the same copy in vain (docs/RELIABILITY.md, "What
+  /// stop 29's third long run failed on").
+  bool awaits_primary_link() const {
+    return role_ == copy_role::replica && !primary_.empty() && !primary_handle();
+  }
   /// Called after batches from another copy changed the core (r_append, a
   /// take-over's pull, a full copy): its prepared set, so its blocked_from(),
   /// changed outside the partition's own writes (the partition publishes it

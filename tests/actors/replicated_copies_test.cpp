@@ -501,6 +501,42 @@ BOOST_AUTO_TEST_CASE(a_request_to_a_copy_taking_over_waits_for_the_round) {
   BOOST_TEST(std::get<std::int64_t>(passed->values.at(0)) == 4);
 }
 
+// A replica whose named primary it cannot reach (the primary's node is
+// seen down, or cut off) holds a client request until it can route it,
+// instead of refusing it at once: refused, the client retried the same
+// copy in vain until a take-over round ended (docs/RELIABILITY.md, "What
+// stop 29's third long run failed on"). Held, the request is passed on
+// when the primary is back, or to the copy that takes over.
+BOOST_AUTO_TEST_CASE(a_replica_holds_a_request_until_it_reaches_a_primary) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 6));
+  configure(1, copy_role::replica, 0, {false, true, true}); // copy 0 out of reach
+  caf::scoped_actor reader{*sys};
+  reader->send(copies[1], part_read_atom::value, encode_wire(read_now()));
+  BOOST_REQUIRE_MESSAGE(!answer_to(reader, 300ms),
+                        "refused or served while the primary was out of reach");
+  configure(1, copy_role::replica, 0); // back in reach: the read is passed on
+  auto got = answer_to(reader, 2s);
+  BOOST_REQUIRE_MESSAGE(got, "the held read got no answer once the primary was in reach");
+  BOOST_REQUIRE_MESSAGE(!got->err, got->err->to_string());
+  BOOST_TEST(std::get<std::int64_t>(got->values.at(0)) == 6);
+
+  // Out of reach again, and copy 2 takes over: the held read goes to it.
+  const std::vector<bool> without_0{false, true, true};
+  configure(1, copy_role::replica, 0, without_0);
+  caf::scoped_actor later{*sys};
+  later->send(copies[1], part_read_atom::value, encode_wire(read_now()));
+  BOOST_REQUIRE_MESSAGE(!answer_to(later, 300ms),
+                        "refused or served while the primary was out of reach");
+  configure(2, copy_role::primary, 2, without_0);
+  BOOST_REQUIRE(wait_role(2, "primary"));
+  configure(1, copy_role::replica, 2, without_0);
+  auto after = answer_to(later, 3s);
+  BOOST_REQUIRE_MESSAGE(after, "the held read got no answer once copy 2 led");
+  BOOST_REQUIRE_MESSAGE(!after->err, after->err->to_string());
+  BOOST_TEST(std::get<std::int64_t>(after->values.at(0)) == 6);
+}
+
 // A request passed on by a replica is passed on once: a replica whose
 // named primary is itself a replica (the two views disagree for a moment)
 // gets a refusal back at once, not a request going round between them. A
