@@ -20,6 +20,10 @@ using part_fwd_atom = caf::atom_constant<caf::atom("p_fwd")>;
 // (p_find, encode_wire(tx_id)) -> part_find_resp bytes: the commit time of
 // the transaction in this partition's journal, 0 for none.
 using part_find_atom = caf::atom_constant<caf::atom("p_find")>;
+// (p_fence, encode_wire(tx_id)) -> part_find_resp bytes: the participant
+// fence (partition_core::stage_fence): the decision here, or `fenced` once
+// a fence record is durable and on w copies.
+using part_fence_atom = caf::atom_constant<caf::atom("p_fence")>;
 // (p_stale, encode_wire(uint64 before)) -> part_stale_resp bytes: prepared
 // transactions with prepare time below `before`.
 using part_stale_atom = caf::atom_constant<caf::atom("p_stale")>;

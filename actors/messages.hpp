@@ -68,6 +68,10 @@ struct part_time_resp {
 struct part_commit_req {
   tx_id tx;
   std::uint64_t commit_time = 0;
+  /// Decided by the recovery of undecided transactions from another
+  /// participant's commit record: taken by a fenced partition too
+  /// (partition_core::stage_commit; wire version 4).
+  bool from_recovery = false;
 };
 /// Abort a prepared transaction; part_ack at once.
 struct part_abort_req {
@@ -87,6 +91,10 @@ struct part_find_resp {
   std::uint64_t commit_time = 0;
   std::uint64_t folded_through = 0;
   bool aborted = false; // an abort record here (wire version 3)
+  /// The answer to a fence (p_fence, wire version 4): no decision here, and
+  /// a fence record on w copies (docs/RELIABILITY.md, "The participant
+  /// fence").
+  bool fenced = false;
 };
 
 /// The prepared transactions of a partition older than a bound (p_stale),

@@ -59,18 +59,26 @@ struct reply_to {
 using prepare_reply = reply_to<part_time_resp>;
 
 // A write answered after the flush that makes it durable: a prepare (or
-// one-step commit) with its time, or a commit with an ack.
+// one-step commit) with its time, a commit with an ack, or a fence with
+// "fenced" (fence_reply set: docs/RELIABILITY.md, "The participant fence").
 struct waiting_write {
   bool is_ack = false;
   part_time_resp time;       // a prepare's answer when the flush succeeds
   prepare_reply prepared;    // !is_ack
   reply_to<part_ack> acked;  // is_ack
+  std::optional<caf::response_promise> fence_reply;
+  part_find_resp fenced;     // the fence's answer when the flush succeeds
 
   void answer(std::optional<error> err) {
-    if (is_ack)
+    if (fence_reply) {
+      if (err)
+        fenced = part_find_resp{std::move(err), 0, 0};
+      fence_reply->deliver(encode_wire(fenced));
+    } else if (is_ack) {
       acked(part_ack{std::move(err)});
-    else
+    } else {
       prepared(err ? part_time_resp{std::move(err), 0, 0} : time);
+    }
   }
 };
 
@@ -379,7 +387,7 @@ void admit_prepare(partition_self self, const tx_id& tx, bool two_phase,
   }
   st.writes.push_back(
     {false, part_time_resp{std::nullopt, out->prepare_time, out->dismissed},
-     std::move(reply), {}});
+     std::move(reply), {}, std::nullopt, {}});
   publish(self);
   schedule_flush(self);
 }
@@ -490,7 +498,7 @@ std::string error_reply_bytes(caf::atom_value kind, const error& err) {
     return encode_wire(part_read_resp{err, {}});
   if (kind == part_prepare_atom::value)
     return encode_wire(part_time_resp{err, 0, 0});
-  if (kind == part_find_atom::value)
+  if (kind == part_find_atom::value || kind == part_fence_atom::value)
     return encode_wire(part_find_resp{err, 0, 0});
   return encode_wire(part_ack{err});
 }
@@ -969,11 +977,11 @@ caf::result<std::string> serve_commit(partition_self self, std::string& bytes, b
   auto req = decode_wire<part_commit_req>(bytes);
   if (!req)
     return encode_wire(part_ack{req.err()});
-  auto c = st.core->stage_commit(req->tx, req->commit_time);
+  auto c = st.core->stage_commit(req->tx, req->commit_time, req->from_recovery);
   if (!c)
     return encode_wire(part_ack{c.err()});
   auto rp = self->make_response_promise();
-  st.writes.push_back({true, {}, {}, {rp, {}}});
+  st.writes.push_back({true, {}, {}, {rp, {}}, std::nullopt, {}});
   schedule_flush(self);
   return rp;
 }
@@ -995,6 +1003,40 @@ caf::result<std::string> serve_abort(partition_self self, std::string& bytes, bo
   if (!a)
     return encode_wire(part_ack{a.err()});
   return encode_wire(part_ack{});
+}
+
+// The participant fence (docs/RELIABILITY.md, "The participant fence"),
+// asked by the recovery of undecided transactions of another participant
+// (or of this one) when the coordinator is out of reach: the decision
+// here at once, or "fenced" once the fence record is durable and on w
+// copies (answered like a commit, after the flush and the copies).
+caf::result<std::string> serve_fence(partition_self self, std::string& bytes, bool may_forward) {
+  auto& st = self->state;
+  if (auto held = divert(self, part_fence_atom::value, bytes, may_forward))
+    return *held;
+  auto tx = decode_wire<tx_id>(bytes);
+  if (!tx)
+    return encode_wire(part_find_resp{tx.err(), 0, 0});
+  auto found = st.core->stage_fence(*tx);
+  if (!found)
+    return encode_wire(part_find_resp{found.err(), 0, 0});
+  part_find_resp out;
+  out.commit_time = found->commit_time;
+  out.aborted = found->aborted;
+  out.folded_through = found->folded_through;
+  out.fenced = found->fenced;
+  if (!found->fenced)
+    return encode_wire(out);
+  log(log_level::info, "partition ", st.index, ": ", *tx,
+      " fenced (its coordinator is out of reach; recovery decides it)");
+  auto rp = self->make_response_promise();
+  waiting_write w;
+  w.is_ack = true;
+  w.fence_reply = rp;
+  w.fenced = out;
+  st.writes.push_back(std::move(w));
+  schedule_flush(self);
+  return rp;
 }
 
 // The direct calls (messages.hpp, part_*_call: the client server's path,
@@ -1030,10 +1072,10 @@ void serve_call(partition_self self, part_commit_call& call) {
   auto& st = self->state;
   if (st.mode != partition_mode::serving || !st.repl.serves_clients())
     return via_mailbox(self, part_commit_atom::value, call.req, std::move(call.reply));
-  auto c = st.core->stage_commit(call.req.tx, call.req.commit_time);
+  auto c = st.core->stage_commit(call.req.tx, call.req.commit_time, call.req.from_recovery);
   if (!c)
     return call.reply(part_ack{c.err()});
-  st.writes.push_back({true, {}, {}, {{}, std::move(call.reply)}});
+  st.writes.push_back({true, {}, {}, {{}, std::move(call.reply)}, std::nullopt, {}});
   schedule_flush(self);
 }
 
@@ -1142,6 +1184,9 @@ caf::behavior partition_fn(partition_self self,
     [self](part_abort_atom, std::string& bytes) -> caf::result<std::string> {
       return serve_abort(self, bytes, true);
     },
+    [self](part_fence_atom, std::string& bytes) -> caf::result<std::string> {
+      return serve_fence(self, bytes, true);
+    },
     // A request a replica passed on (divert): served here, held while
     // this copy takes over, or refused; not passed on again.
     [self](part_fwd_atom, caf::atom_value kind, std::string& bytes) -> caf::result<std::string> {
@@ -1153,6 +1198,8 @@ caf::behavior partition_fn(partition_self self,
         return serve_commit(self, bytes, false);
       if (kind == part_abort_atom::value)
         return serve_abort(self, bytes, false);
+      if (kind == part_fence_atom::value)
+        return serve_fence(self, bytes, false);
       return encode_wire(part_ack{make_error(errc::invalid_argument,
                                              "a passed-on request of an unknown kind")});
     },

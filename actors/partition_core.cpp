@@ -191,6 +191,8 @@ partition_core::open(partition_options opts) {
   }
   if (self->recovered_floor_us_ != UINT64_MAX)
     self->recovered_until_us_ = now + self->op_id_keep_us_;
+  for (const auto& tx : rec.fenced)
+    self->note_fence(tx);
   for (auto& u : rec.undecided) {
     if (!u.prepare) {
       // Never prepared: its coordinator died before phase one completed, so
@@ -383,6 +385,12 @@ partition_core::stage_prepare(const tx_id& tx, std::vector<tx_update> updates,
   if (prepared_.count(tx) != 0 || pending_.count(tx) != 0)
     return make_error(errc::invalid_argument,
                       "transaction already staged at this partition");
+  if (fenced(tx))
+    return make_error(errc::aborted,
+                      "partition " + std::to_string(opts_.index)
+                        + ": the transaction was fenced by the recovery of undecided "
+                          "transactions (its coordinator was out of reach); nothing "
+                          "applied, retry");
   // A key the journal cannot index would fail the whole batch at flush():
   // refused here, so it fails this transaction only (the door refuses it
   // first: protocol/request_limits.hpp).
@@ -715,10 +723,20 @@ void partition_core::wake_waiting_for(const tx_id& tx) {
 }
 
 status partition_core::stage_commit(const tx_id& tx,
-                                    std::uint64_t commit_time) {
+                                    std::uint64_t commit_time, bool from_recovery) {
   if (failed_)
     return make_error(errc::unavailable, "partition stopped after a failed "
                                          "write: " + failed_->to_string());
+  // docs/RELIABILITY.md, "The participant fence": once fenced, only a
+  // commit another participant's commit record proves is taken. The
+  // coordinator tells its client the outcome is unknown; recovery decides.
+  if (!from_recovery && fenced(tx) && prepared_.count(tx) != 0
+      && !prepared_.at(tx).commit_time)
+    return make_error(errc::unavailable,
+                      "partition " + std::to_string(opts_.index)
+                        + ": the transaction was fenced by the recovery of undecided "
+                          "transactions while its coordinator was out of reach; its "
+                          "outcome is unknown: retry with the same op ids");
   auto i = prepared_.find(tx);
   if (i == prepared_.end()) {
     // Recovery may have committed it here first (its decision came from
@@ -730,9 +748,19 @@ status partition_core::stage_commit(const tx_id& tx,
     // Aborted here and committed elsewhere: atomicity is broken (a split
     // decision). Never expected; said loudly, so that the chaos suite and an
     // operator see it (the asker logs it as an error).
-    if (d && *d && (*d)->outcome == tx_outcome::aborted)
+    if (d && *d && (*d)->outcome == tx_outcome::aborted) {
+      // Aborted by recovery behind a fence while its coordinator was out
+      // of reach (docs/RELIABILITY.md, "The participant fence"): no
+      // participant took a commit, so nothing of it applies anywhere.
+      if (fenced(tx))
+        return make_error(errc::aborted,
+                          "partition " + std::to_string(opts_.index)
+                            + ": the transaction was aborted by the recovery of undecided "
+                              "transactions while its coordinator was out of reach; nothing "
+                              "applied, retry");
       return make_error(errc::aborted, "split decision: a commit of a transaction this "
                                        "partition aborted");
+    }
     return make_error(errc::not_found, "commit of a transaction this "
                                        "partition has not prepared");
   }
@@ -771,6 +799,46 @@ status partition_core::stage_commit(const tx_id& tx,
   staged_.push_back(std::move(c));
   staged_refs_.push_back({tx, 0});
   return {};
+}
+
+void partition_core::note_fence(const tx_id& tx) {
+  const std::uint64_t now = opts_.now_us();
+  fenced_[tx] = now;
+  if (fenced_.size() % 64 == 0) // now and then: drop the fences kept long enough
+    for (auto i = fenced_.begin(); i != fenced_.end();)
+      i = now - std::min(now, i->second) > fence_keep_us ? fenced_.erase(i) : std::next(i);
+}
+
+expected<fence_answer> partition_core::stage_fence(const tx_id& tx) {
+  if (failed_)
+    return make_error(errc::unavailable, "partition stopped after a failed "
+                                         "write: " + failed_->to_string());
+  fence_answer out;
+  if (auto i = prepared_.find(tx); i != prepared_.end() && i->second.commit_time) {
+    out.commit_time = *i->second.commit_time; // under way: it will be journaled
+    return out;
+  }
+  if (prepared_.count(tx) == 0) {
+    auto d = find_decision(tx);
+    if (!d)
+      return d.err();
+    out.folded_through = d->kept_from > 0 ? d->kept_from - 1 : 0;
+    if (d->outcome == tx_outcome::committed) {
+      out.commit_time = d->commit_time;
+      return out;
+    }
+    if (d->outcome == tx_outcome::aborted) {
+      out.aborted = true;
+      return out;
+    }
+  }
+  // Staged again when asked again: the answer waits for this record, so
+  // for every fence before it too.
+  note_fence(tx);
+  staged_.push_back(fence_record{tx});
+  staged_refs_.push_back({tx, 0});
+  out.fenced = true;
+  return out;
 }
 
 status partition_core::stage_abort(const tx_id& tx) {
@@ -1083,6 +1151,9 @@ status partition_core::stage_replicated(const journal_record& rec) {
     staged_refs_.push_back({tx, 0});
   } else if (std::holds_alternative<term_record>(rec)) {
     staged_refs_.push_back({tx, 0}); // the journal keeps its term (term_at)
+  } else if (std::holds_alternative<fence_record>(rec)) {
+    note_fence(tx); // this copy refuses the coordinator too, if it leads
+    staged_refs_.push_back({tx, 0});
   } else {
     drop_prepared(tx); // an abort
     staged_refs_.push_back({tx, 0});

@@ -203,6 +203,18 @@ struct undecided_prepare {
   std::string coordinator = {};
 };
 
+/// What a fence found (partition_core::stage_fence; docs/RELIABILITY.md,
+/// "The participant fence"). At most one of commit_time != 0, aborted and
+/// fenced.
+struct fence_answer {
+  std::uint64_t commit_time = 0; // committed here, or its commit under way
+  bool aborted = false;          // an abort record here
+  bool fenced = false;           // no decision here: a fence record staged
+  /// As tx_decision::kept_from - 1: for a transaction prepared at or below
+  /// it, "no decision here" (fenced) proves nothing.
+  std::uint64_t folded_through = 0;
+};
+
 /// How a transaction ended at this partition, as its decision index says
 /// (find_decision).
 struct tx_decision {
@@ -303,8 +315,24 @@ public:
   std::size_t pending_count() const noexcept { return pending_.size(); }
 
   /// Stages the commit of a prepared transaction at `commit_time` (>= its
-  /// prepare time). errc::not_found for an unknown transaction.
-  status stage_commit(const tx_id& tx, std::uint64_t commit_time);
+  /// prepare time). errc::not_found for an unknown transaction. A fenced
+  /// transaction (stage_fence) takes only a commit the recovery of
+  /// undecided transactions decided from another participant's commit
+  /// record (`from_recovery`); its coordinator's gets errc::unavailable.
+  status stage_commit(const tx_id& tx, std::uint64_t commit_time,
+                      bool from_recovery = false);
+
+  /// The participant fence (docs/RELIABILITY.md, "The participant fence"):
+  /// the recovery of undecided transactions asks, because the coordinator
+  /// of `tx` is out of reach. Committed here (or its commit under way), or
+  /// aborted: says so. Otherwise stages a fence record (also when `tx` was
+  /// never prepared here): from now on the partition refuses a prepare of
+  /// `tx` and its coordinator's commit. The caller answers "fenced" only once
+  /// the record is durable and on w copies. Errors: after a failed write,
+  /// and the decision index's.
+  expected<fence_answer> stage_fence(const tx_id& tx);
+  /// Whether `tx` is fenced here.
+  bool fenced(const tx_id& tx) const { return fenced_.count(tx) != 0; }
 
   /// Stages the abort of a prepared transaction (unknown: no-op). The
   /// abort of a pending prepare cancels it: it is listed by take_ready()
@@ -682,6 +710,12 @@ private:
   std::uint64_t fbf_evictions_ = 0;
   std::map<std::pair<std::string, op_id>, in_flight_op> in_flight_;
   std::map<tx_id, pending_prepare> pending_;
+  // Fenced transactions (stage_fence, a replicated fence record, or one
+  // found at recovery), with the wall time the fence was seen here; dropped
+  // after fence_keep_us (no coordinator sends anything that late).
+  std::map<tx_id, std::uint64_t> fenced_;
+  static constexpr std::uint64_t fence_keep_us = 600'000'000;
+  void note_fence(const tx_id& tx);
   std::vector<tx_id> ready_;
   std::vector<journal_record> staged_;
   std::vector<staged_ref> staged_refs_;

@@ -374,7 +374,12 @@ void commit_two_phase(caf::actor_system& sys, std::shared_ptr<const node_context
     for (auto p : parts)
       call_commit(sys, *ctx, p, part_commit_req{tx, commit_time},
                   [acked, commit_time, done, tx, p](part_ack a) {
-                    if (a.err && a.err->code() == errc::aborted) // never expected
+                    // Aborted by recovery behind a fence (this coordinator
+                    // was out of reach: docs/RELIABILITY.md, "The
+                    // participant fence") is expected; a split decision
+                    // never is.
+                    if (a.err && a.err->code() == errc::aborted
+                        && a.err->message().find("split decision") != std::string::npos)
                       log(log_level::error, "partition ", p, ": ", tx, ": ",
                           a.err->to_string());
                     if (!acked->add(std::move(a.err), [](int&) {}))

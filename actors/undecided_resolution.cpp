@@ -137,6 +137,7 @@ struct attempt {
   bool complete = true;        // every participant answered
   bool pruned = false;         // one cannot prove the absence of a decision
   bool coordinator_done = false; // the coordinator does not know it any more
+  bool coordinator_silent = false; // no coordinator to ask, or no answer
   bool concluded = false;      // a decision was taken
 };
 
@@ -161,9 +162,12 @@ void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
           st.resolving.erase(key);
           return;
         }
-        if (a && a->err->code() == errc::aborted) { // committed elsewhere: never expected
-          log(log_level::error, "partition ", key.first, ": ", key.second, ": ",
-              a->err->to_string());
+        if (a && a->err->code() == errc::aborted) {
+          // Aborted here behind a fence (a commit on the coordinator's
+          // word came after it) is expected; a split decision never is.
+          const bool split = a->err->message().find("split decision") != std::string::npos;
+          log(split ? log_level::error : log_level::info, "partition ", key.first, ": ",
+              key.second, ": ", a->err->to_string());
           st.resolving.erase(key);
           return;
         }
@@ -179,8 +183,12 @@ void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
 }
 
 // Applies the decision an answer of attempt `a` brought (once per attempt).
+// A commit `proven` by another participant's commit record is taken by a
+// fenced partition too; one on the coordinator's word is not (a fence
+// round may have aborted the transaction elsewhere since: docs/
+// RELIABILITY.md, "The participant fence").
 void conclude(mem_self self, const std::shared_ptr<attempt>& a, bool commit,
-              std::uint64_t commit_time, const char* why) {
+              std::uint64_t commit_time, const char* why, bool proven = false) {
   if (a->concluded)
     return;
   a->concluded = true;
@@ -194,12 +202,14 @@ void conclude(mem_self self, const std::shared_ptr<attempt>& a, bool commit,
     log(log_level::info, "partition ", u.p, ": ", u.tx, " committed at ", commit_time, " (",
         why, "): committed here too");
     decide(self, a->key, part_commit_atom::value,
-           encode_wire(part_commit_req{u.tx, commit_time}));
+           encode_wire(part_commit_req{u.tx, commit_time, proven}));
   } else {
     log(log_level::info, "partition ", u.p, ": ", u.tx, " ", why, ": aborted");
     decide(self, a->key, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
   }
 }
+
+void fence_round(mem_self self, const std::shared_ptr<attempt>& a);
 
 // An answer of attempt `a` came (or its question failed); after the last
 // one, the journals decide if no answer did.
@@ -217,12 +227,88 @@ void answered(mem_self self, const std::shared_ptr<attempt>& a) {
   if (a->complete && !a->pruned && (a->coordinator_done || coordinator_gone(self, r.u)))
     return conclude(self, a, false, 0,
                     "decided at no participant, and its coordinator cannot commit it");
+  // Its coordinator is out of reach and may still commit (paused, cut
+  // off): the participants decide without it, behind a fence.
+  if (a->complete && !a->pruned && a->coordinator_silent && !r.u.participants.empty()
+      && force_decision(self, r.u))
+    return fence_round(self, a);
   if (a->pruned && !r.warned) {
     r.warned = true;
     log(log_level::warn, "partition ", r.u.p, ": ", r.u.tx, " prepared at ", r.u.prepare_time,
         " cannot be decided yet: a participant has dropped decisions that old, so its "
         "\"no decision\" proves nothing; it stays prepared until its coordinator answers");
   }
+}
+
+// The participant fence (docs/RELIABILITY.md, "The participant fence"):
+// every participant of `a`'s transaction, this partition included, is asked
+// to fence it. Each answers with its decision, or "fenced" once a fence
+// record is on w of its copies; a fenced participant takes no commit from
+// the coordinator any more. A commit anywhere commits it here (proven: a
+// fenced partition takes it); an abort anywhere aborts it; "fenced" at
+// every participant, each able to prove it holds no decision, aborts it: no
+// commit can reach any of them any more, so the coordinator acknowledged
+// nothing (it answers its client only once every participant took its
+// commit). Anything else waits for the next attempt.
+void fence_round(mem_self self, const std::shared_ptr<attempt>& a) {
+  auto& st = self->state;
+  auto i = st.resolving.find(a->key);
+  if (i == st.resolving.end() || i->second.attempt != a->id)
+    return;
+  const auto& u = a->u;
+  auto table = st.routes->load();
+  std::vector<caf::actor> asks;
+  for (auto q : u.participants) {
+    caf::actor who = q == u.p ? copy_here(self, q)
+                              : (q < table->size() ? (*table)[q].handle : caf::actor{});
+    if (!who)
+      return; // down or moving: the next attempt tries again
+    asks.push_back(std::move(who));
+  }
+  i->second.asking = true; // no other attempt while the fences are out
+  log(log_level::info, "partition ", u.p, ": ", u.tx,
+      ": its coordinator is out of reach; fencing it at ", asks.size(), " participant(s)");
+  struct round {
+    std::size_t left = 0;
+    bool all_fenced = true;
+  };
+  auto rd = std::make_shared<round>();
+  rd->left = asks.size();
+  auto one_done = [self, a, rd] {
+    if (--rd->left > 0)
+      return;
+    auto& st = self->state;
+    auto i = st.resolving.find(a->key);
+    if (i == st.resolving.end() || i->second.attempt != a->id)
+      return;
+    i->second.asking = false;
+    if (!a->concluded && rd->all_fenced)
+      conclude(self, a, false, 0, "fenced at every participant with no decision");
+  };
+  const auto tx_bytes = encode_wire(u.tx);
+  for (auto& who : asks)
+    self->request(who, st.cfg.request_timeout, part_fence_atom::value, tx_bytes)
+      .then(
+        [self, a, rd, one_done](std::string& bytes) {
+          auto f = decode_wire<part_find_resp>(bytes);
+          if (!f || f->err) {
+            rd->all_fenced = false;
+          } else if (f->commit_time != 0) {
+            rd->all_fenced = false;
+            conclude(self, a, true, f->commit_time, "at a participant asked to fence it",
+                     true);
+          } else if (f->aborted) {
+            rd->all_fenced = false;
+            conclude(self, a, false, 0, "aborted at a participant asked to fence it");
+          } else if (!f->fenced || f->folded_through >= a->u.prepare_time) {
+            rd->all_fenced = false; // its "no decision" proves nothing
+          }
+          one_done();
+        },
+        [rd, one_done](caf::error&) {
+          rd->all_fenced = false;
+          one_done();
+        });
 }
 
 // Asks the node whose run coordinates `u` (this one, or the peer its
@@ -305,7 +391,7 @@ void ask(mem_self self, const resolution_key& key) {
           if (!f || f->err)
             a->complete = false;
           else if (f->commit_time != 0)
-            conclude(self, a, true, f->commit_time, "at another participant");
+            conclude(self, a, true, f->commit_time, "at another participant", true);
           else if (f->aborted)
             conclude(self, a, false, 0, "aborted at another participant");
           else if (f->folded_through >= a->u.prepare_time)
@@ -333,6 +419,8 @@ void ask(mem_self self, const resolution_key& key) {
                         case coordinator_state::collecting:
                           break;
                       }
+                    } else {
+                      a->coordinator_silent = true;
                     }
                     answered(self, a);
                   });

@@ -73,7 +73,7 @@ void serialize(Archive& ar, part_time_resp& x) {
 
 template <class Archive>
 void serialize(Archive& ar, part_commit_req& x) {
-  ar(x.tx, x.commit_time);
+  ar(x.tx, x.commit_time, x.from_recovery);
 }
 
 template <class Archive>
@@ -88,7 +88,7 @@ void serialize(Archive& ar, part_ack& x) {
 
 template <class Archive>
 void serialize(Archive& ar, part_find_resp& x) {
-  ar(x.err, x.commit_time, x.folded_through, x.aborted);
+  ar(x.err, x.commit_time, x.folded_through, x.aborted, x.fenced);
 }
 
 template <class Archive>

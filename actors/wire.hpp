@@ -30,7 +30,7 @@ namespace tally {
 /// replication/copy_fence.hpp); a prepare names its participants and
 /// coordinator, find answers say "aborted", stale answers carry the
 /// participants, and a coordinator is asked to decide (tx_decide_req/resp).
-constexpr std::uint8_t wire_version = 3;
+constexpr std::uint8_t wire_version = 4;
 
 /// Bytes of `msg`. Defined for part_read_req, part_read_resp,
 /// part_prepare_req, part_time_resp, part_commit_req, part_abort_req,

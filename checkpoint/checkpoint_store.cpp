@@ -153,6 +153,17 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
                         // folded_term once folded, journal::term_at).
                         if (std::holds_alternative<term_record>(rec))
                           return true;
+                        // Nor does a fence: it may name a transaction with
+                        // no other record here (never prepared here), which
+                        // would look undecided for ever. A fenced
+                        // transaction prepared here is held by its prepare,
+                        // and moves with it when set aside.
+                        if (std::holds_alternative<fence_record>(rec)) {
+                          if (auto i = txs.find(record_tx(rec));
+                              i != txs.end() && bounds.set_aside.count(record_tx(rec)) != 0)
+                            i->second.records.push_back(rec);
+                          return true;
+                        }
                         auto& t = txs[record_tx(rec)];
                         if (t.first == 0)
                           t.first = at;

@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     c.wall_time_us = 123456;
     put("fuzz_journal", "rec_commit", with_code(0, encode_record(journal_record{c})));
     put("fuzz_journal", "rec_abort", with_code(0, encode_record(journal_record{abort_record{tx_id{1, 2}}})));
+    put("fuzz_journal", "rec_fence", with_code(0, encode_record(journal_record{fence_record{tx_id{1, 2}}})));
     put("fuzz_journal", "rec_term",
         with_code(0, encode_record(journal_record{term_record{copy_term{1764157412000000,
                                                                         "tally@127.0.0.1:7001"}}})));

@@ -37,9 +37,10 @@ enum class record_kind : std::uint8_t {
   commit = 2,
   abort = 3,
   term = 4,
+  fence = 5,
 };
 
-static_assert(std::variant_size_v<journal_record> == 5,
+static_assert(std::variant_size_v<journal_record> == 6,
               "a new record type needs a record_kind and a decoder case");
 
 } // namespace
@@ -150,6 +151,12 @@ expected<journal_record> decode_record(std::string_view bytes) {
         term_record r;
         ar(r);
         out = std::move(r);
+        break;
+      }
+      case record_kind::fence: {
+        fence_record r;
+        ar(r);
+        out = r;
         break;
       }
       default:

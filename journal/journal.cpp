@@ -340,6 +340,8 @@ expected<recovery_result> journal::recover(bool collect_effects) {
           t.prepare_lsn = pos;
         } else if constexpr (std::is_same_v<T, term_record>) {
           terms_[pos] = r.term();
+        } else if constexpr (std::is_same_v<T, fence_record>) {
+          out.fenced.push_back(r.tx); // the partition refuses its coordinator again
         } else if constexpr (std::is_same_v<T, commit_record>) {
           max_commit_.merge(r.commit_time);
           last_bloom_ = r.bloom_timestamp;
@@ -808,6 +810,9 @@ journal::plan_append(const std::vector<journal_record>& batch, bool with_entries
       }
     } else if (auto* tr = std::get_if<term_record>(&rec)) {
       plan.new_terms.emplace_back(at, tr->term());
+    } else if (std::holds_alternative<fence_record>(rec)) {
+      // Nothing to index: the partition keeps its fences in memory, and
+      // recovery finds them in the log (recovery_result::fenced).
     } else {
       const auto& a = std::get<abort_record>(rec);
       new_decided.emplace_back(at, 0);

@@ -170,6 +170,9 @@ struct recovery_result {
   /// Transactions with updates or a prepare and no decision, by first LSN.
   /// Prepared ones wait for their coordinator; the owner aborts the others.
   std::vector<recovered_tx> undecided;
+  /// Transactions with a fence record in the log (docs/RELIABILITY.md, "The
+  /// participant fence"), in log order.
+  std::vector<tx_id> fenced;
   /// Op ids of every committed transaction still in the log, in commit order.
   std::vector<recovered_op> op_ids;
   /// Join of every commit time ever journaled (also of truncated commits).

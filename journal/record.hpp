@@ -92,8 +92,19 @@ struct term_record {
   copy_term term() const { return copy_term{tx.seq, by}; }
 };
 
-using journal_record =
-  std::variant<update_record, prepare_record, commit_record, abort_record, term_record>;
+/// A participant's fence on a transaction it holds no decision for
+/// (docs/RELIABILITY.md, "The participant fence"): written when the recovery
+/// of undecided transactions asks, because the transaction's coordinator is
+/// out of reach. From it on, the partition takes no prepare of `tx` and no
+/// commit from its coordinator; only a commit recovery decided from another
+/// participant's commit record. Replicated like any record, so a failover
+/// keeps the fence.
+struct fence_record {
+  tx_id tx;
+};
+
+using journal_record = std::variant<update_record, prepare_record, commit_record, abort_record,
+                                    term_record, fence_record>;
 
 /// A committed effect as the cache and the materializer consume it: the
 /// update joined with its transaction's commit.
@@ -119,7 +130,7 @@ inline const tx_id& record_tx(const journal_record& r) noexcept {
 /// "update", "prepare", "commit" or "abort", for logs and error messages.
 inline const char* record_kind_name(const journal_record& r) noexcept {
   static constexpr const char* names[] = {"update", "prepare", "commit",
-                                          "abort", "term"};
+                                          "abort", "term", "fence"};
   return names[r.index()];
 }
 
@@ -278,6 +289,12 @@ void serialize(Archive& ar, abort_record& r, std::uint32_t const version) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, fence_record& r, std::uint32_t const version) {
+  detail::check_record_version(version, "fence");
+  ar(r.tx);
+}
+
+template <class Archive>
 void serialize(Archive& ar, term_record& r, std::uint32_t const version) {
   detail::check_record_version(version, "term");
   ar(r.tx.seq, r.by);
@@ -292,3 +309,4 @@ CEREAL_CLASS_VERSION(tally::prepare_record, tally::detail::prepare_record_class_
 CEREAL_CLASS_VERSION(tally::commit_record, tally::detail::record_class_version)
 CEREAL_CLASS_VERSION(tally::abort_record, tally::detail::record_class_version)
 CEREAL_CLASS_VERSION(tally::term_record, tally::detail::record_class_version)
+CEREAL_CLASS_VERSION(tally::fence_record, tally::detail::record_class_version)

@@ -231,4 +231,116 @@ BOOST_AUTO_TEST_CASE(the_coordinator_is_asked_and_its_decision_is_applied) {
   std::filesystem::remove_all(dir);
 }
 
+// docs/RELIABILITY.md, "The participant fence": tx5 is prepared at both
+// partitions by a coordinator out of reach (not a member this node knows:
+// it may still commit, so the old rule waits three request timeouts, 60 s
+// here). Older than a request timeout (20 s; it is 21 s old), its
+// participants are fenced and, fenced at both with no decision, it is
+// aborted: reads go on within the test's 20 s, and the coordinator's late
+// commit is refused. Without the fence the reads waited until it was 60 s
+// old (the test fails).
+BOOST_AUTO_TEST_CASE(a_transaction_whose_coordinator_is_out_of_reach_is_decided_behind_a_fence) {
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
+  auto old = std::make_shared<std::atomic<bool>>(true);
+  const std::uint64_t then = wall_clock_us() - 21'000'000; // 21 s ago
+  const node_id self = "tally@127.0.0.1:1";
+  std::vector<std::unique_ptr<partition_core>> cores;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    partition_options o;
+    o.index = i;
+    o.path = (dir / std::to_string(i)).string();
+    o.mode = durability::none;
+    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
+    auto core = partition_core::open(o);
+    BOOST_REQUIRE(core);
+    cores.push_back(std::move(*core));
+  }
+  const tx_id tx5{31337, 5};
+  std::uint64_t t5 = 0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    auto a = cores[i]->stage_prepare(tx5, {inc("g" + std::to_string(i), 5)}, 0, true, {0, 1},
+                                     "tally@127.0.0.1:9");
+    BOOST_REQUIRE(a);
+    t5 = std::max(t5, a->prepare_time);
+    BOOST_REQUIRE(cores[i]->flush());
+  }
+  old->store(false);
+  const auto started = std::chrono::steady_clock::now();
+  {
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", 2);
+    caf::actor_system sys{cfg};
+    auto board = std::make_shared<safe_board>(2);
+    std::vector<caf::actor> local;
+    for (std::uint32_t i = 0; i < 2; ++i)
+      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(),
+                                      board_slot(board, i)));
+    auto ring = ring_state::create(self, 2, 1);
+    BOOST_REQUIRE(ring);
+    membership_config mc;
+    mc.self = self;
+    mc.root = dir.string();
+    mc.q = 2;
+    mc.request_timeout = std::chrono::milliseconds{20000};
+    mc.incarnation = 1;
+    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
+      return make_error(errc::unavailable, "not in this test");
+    };
+    auto routes = std::make_shared<routing>();
+    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
+    // Stopped however the test ends (a failed check must not leave the
+    // system waiting for them for ever).
+    struct stop_all {
+      std::vector<caf::actor> actors;
+      ~stop_all() {
+        for (auto& a : actors)
+          caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+      }
+    } stop{local};
+    stop.actors.push_back(m);
+    caf::scoped_actor me{sys};
+    std::vector<std::int64_t> values;
+    auto deadline = started + std::chrono::seconds(20);
+    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::vector<std::int64_t> got;
+      for (std::uint32_t i = 0; i < 2; ++i) {
+        part_read_req r;
+        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
+        r.items = {read_item{object_key{"b", "g" + std::to_string(i)}, crdt_type::counter, {}}};
+        me->request(local[i], std::chrono::milliseconds(300), part_read_atom::value,
+                    encode_wire(r))
+          .receive(
+            [&](std::string& bytes) {
+              auto resp = decode_wire<part_read_resp>(bytes);
+              if (resp && !resp->err)
+                for (auto& v : resp->values)
+                  got.push_back(std::get<std::int64_t>(v));
+            },
+            [&](caf::error&) {});
+      }
+      if (got.size() == 2)
+        values = got;
+    }
+    BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
+    BOOST_TEST(values[0] == 0); // aborted at both
+    BOOST_TEST(values[1] == 0);
+    // The coordinator comes back and commits: refused at both.
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      std::optional<part_ack> ack;
+      me->request(local[i], std::chrono::seconds(2), part_commit_atom::value,
+                  encode_wire(part_commit_req{tx5, t5}))
+        .receive([&](std::string& bytes) {
+                   if (auto a = decode_wire<part_ack>(bytes))
+                     ack = std::move(*a);
+                 },
+                 [](caf::error&) {});
+      BOOST_REQUIRE(ack);
+      BOOST_REQUIRE(ack->err);
+      BOOST_TEST(ack->err->code() == errc::aborted);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

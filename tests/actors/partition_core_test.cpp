@@ -1409,6 +1409,67 @@ BOOST_AUTO_TEST_CASE(an_idle_log_of_set_aside_records_is_not_rewritten_at_every_
   BOOST_TEST(value_at(*c, "x", now) == 4);
 }
 
+// docs/RELIABILITY.md, "The participant fence": a transaction fenced here
+// (its coordinator out of reach; the recovery of undecided transactions
+// asked) takes no commit from its coordinator and no prepare any more,
+// across a reopen too (the fence record is in the journal); only a commit
+// recovery proved from another participant's commit record. A fence asked
+// of a decided transaction says how it ended and writes nothing.
+BOOST_AUTO_TEST_CASE(a_fenced_transaction_takes_only_a_commit_recovery_proved) {
+  auto c = open();
+  auto p = c->stage_prepare({5, 1}, {inc("x", 4)}, 0, true, {3, 4}, "tally@h:1");
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->flush());
+  auto f = c->stage_fence({5, 1});
+  BOOST_REQUIRE(f);
+  BOOST_TEST(f->fenced);
+  BOOST_TEST(f->commit_time == 0u);
+  BOOST_TEST(!f->aborted);
+  BOOST_REQUIRE(c->flush());
+  const auto t = p->prepare_time + 2;
+  auto refused = c->stage_commit({5, 1}, t);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.err().code() == errc::unavailable);
+  BOOST_TEST(refused.err().message().find("fenced") != std::string::npos);
+  BOOST_TEST(c->prepared_count() == 1u);
+  // Fenced before its prepare came: the prepare is refused.
+  auto g = c->stage_fence({5, 2});
+  BOOST_REQUIRE(g);
+  BOOST_TEST(g->fenced);
+  BOOST_REQUIRE(c->flush());
+  auto late = c->stage_prepare({5, 2}, {inc("y", 1)}, 0, true, {3, 4}, "tally@h:1");
+  BOOST_REQUIRE(!late);
+  BOOST_TEST(late.err().code() == errc::aborted);
+
+  c.reset();
+  c = open(); // the fences come back from the journal
+  BOOST_TEST(c->fenced({5, 1}));
+  BOOST_TEST(c->fenced({5, 2}));
+  BOOST_TEST(!c->stage_commit({5, 1}, t).has_value());
+  BOOST_TEST(!c->stage_prepare({5, 2}, {inc("y", 1)}, 0, true, {3, 4}, "tally@h:1"));
+  // The commit recovery proved: taken.
+  BOOST_REQUIRE(c->stage_commit({5, 1}, t, true));
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(value_at(*c, "x", t + 5) == 4);
+  BOOST_TEST(value_at(*c, "y", t + 5) == 0);
+  // Asked again: the decision, and nothing written.
+  auto again = c->stage_fence({5, 1});
+  BOOST_REQUIRE(again);
+  BOOST_TEST(again->commit_time == t);
+  BOOST_TEST(!again->fenced);
+  BOOST_TEST(!c->has_staged());
+  // An aborted transaction: "aborted".
+  BOOST_REQUIRE(c->stage_prepare({5, 3}, {inc("z", 1)}, 0, true, {3, 4}, "tally@h:1"));
+  BOOST_REQUIRE(c->flush());
+  BOOST_REQUIRE(c->stage_abort({5, 3}));
+  BOOST_REQUIRE(c->flush());
+  auto aborted = c->stage_fence({5, 3});
+  BOOST_REQUIRE(aborted);
+  BOOST_TEST(aborted->aborted);
+  BOOST_TEST(!aborted->fenced);
+  BOOST_TEST(!c->has_staged());
+}
+
 BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_no_longer_holds_the_journal_back) {
   std::uint64_t spans[2][2] = {};
   for (int with = 0; with < 2; ++with) {

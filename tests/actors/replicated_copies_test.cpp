@@ -537,6 +537,45 @@ BOOST_AUTO_TEST_CASE(a_replica_holds_a_request_until_it_reaches_a_primary) {
   BOOST_TEST(std::get<std::int64_t>(after->values.at(0)) == 6);
 }
 
+// docs/RELIABILITY.md, "The participant fence", across a failover of the
+// participant: the fence is answered only once it is on w copies, so the
+// copy that takes over refuses the coordinator's commit too, and takes
+// the commit recovery proved from another participant.
+BOOST_AUTO_TEST_CASE(a_fence_survives_a_failover_of_the_participant) {
+  start_with_copy_0_leading();
+  const tx_id tx{88, 1};
+  auto prepared = write(0, tx, 3, true);
+  BOOST_REQUIRE(prepared && !prepared->err);
+  std::optional<part_find_resp> fenced;
+  (*me)->request(copies[0], 3s, part_fence_atom::value, encode_wire(tx))
+    .receive(
+      [&](std::string& bytes) {
+        if (auto r = decode_wire<part_find_resp>(bytes))
+          fenced = std::move(*r);
+      },
+      [](caf::error&) {});
+  BOOST_REQUIRE_MESSAGE(fenced, "no answer to the fence");
+  BOOST_REQUIRE_MESSAGE(!fenced->err, fenced->err->to_string());
+  BOOST_TEST(fenced->fenced);
+  // Copy 0 is lost; copy 1 takes over with copy 2.
+  const std::vector<bool> without_0{false, true, true};
+  configure(2, copy_role::replica, 1, without_0);
+  configure(1, copy_role::primary, 1, without_0);
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  const auto at = prepared->time + 1;
+  BOOST_TEST(!commit(1, tx, at), "the new primary took the coordinator's commit");
+  bool proven = false;
+  (*me)->request(copies[1], 3s, part_commit_atom::value, encode_wire(part_commit_req{tx, at, true}))
+    .receive(
+      [&](std::string& bytes) {
+        auto r = decode_wire<part_ack>(bytes);
+        proven = r && !r->err;
+      },
+      [](caf::error&) {});
+  BOOST_TEST(proven, "the new primary refused the commit recovery proved");
+  BOOST_TEST(read_once_served(1).value_or(-1) == 3);
+}
+
 // A request passed on by a replica is passed on once: a replica whose
 // named primary is itself a replica (the two views disagree for a moment)
 // gets a refusal back at once, not a request going round between them. A

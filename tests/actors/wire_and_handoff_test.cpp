@@ -124,8 +124,10 @@ BOOST_AUTO_TEST_CASE(partition_messages_round_trip) {
 // Wire version 3 (issue 13): a prepare names its participants and
 // coordinator, a find answer says "aborted", a stale answer carries each
 // transaction's participants, and a coordinator is asked to decide.
+// Version 4: a find answer says "fenced", a commit "from recovery"
+// (docs/RELIABILITY.md, "The participant fence").
 BOOST_AUTO_TEST_CASE(resolution_messages_round_trip) {
-  BOOST_TEST(wire_version == 3);
+  BOOST_TEST(wire_version == 4);
   part_prepare_req p;
   p.tx = tx_id{7, 9};
   p.two_phase = true;
@@ -141,6 +143,14 @@ BOOST_AUTO_TEST_CASE(resolution_messages_round_trip) {
   BOOST_REQUIRE(fb);
   BOOST_TEST(fb->aborted);
   BOOST_TEST(fb->folded_through == 17u);
+  BOOST_TEST(!fb->fenced);
+  part_find_resp fenced{std::nullopt, 0, 3, false, true};
+  auto fenb = decode_wire<part_find_resp>(encode_wire(fenced));
+  BOOST_REQUIRE(fenb);
+  BOOST_TEST(fenb->fenced);
+  auto rc = decode_wire<part_commit_req>(encode_wire(part_commit_req{tx_id{1, 2}, 42, true}));
+  BOOST_REQUIRE(rc);
+  BOOST_TEST(rc->from_recovery);
 
   part_stale_resp st;
   st.txs = {tx_id{1, 1}, tx_id{1, 2}};
@@ -165,12 +175,12 @@ BOOST_AUTO_TEST_CASE(resolution_messages_round_trip) {
   auto bad = encode_wire(tx_decide_resp{1, 99});
   bad[2] = 4; // after the version byte and the endianness byte
   BOOST_TEST(decode_wire<tx_decide_resp>(bad).err().code() == errc::corrupt);
-  // A version-2 message is refused, naming both versions.
+  // A version-3 message is refused, naming both versions.
   auto old = encode_wire(part_commit_req{tx_id{1, 2}, 42});
-  old[0] = 2;
+  old[0] = 3;
   auto refused = decode_wire<part_commit_req>(old);
   BOOST_REQUIRE(!refused);
-  BOOST_TEST(refused.err().message().find("version 2") != std::string::npos);
+  BOOST_TEST(refused.err().message().find("version 3") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(bad_bytes_are_corrupt_not_a_crash) {

@@ -16,7 +16,7 @@ namespace {
 
 journal_record random_record(test::seeded_rng& rng) {
   tx_id tx{rng.uniform(0, ~0ull), rng.uniform(0, ~0ull)};
-  switch (rng.uniform(0, 4)) {
+  switch (rng.uniform(0, 5)) {
     case 0: {
       std::optional<op_id> op;
       if (rng.chance(0.5))
@@ -45,6 +45,8 @@ journal_record random_record(test::seeded_rng& rng) {
     }
     case 3:
       return abort_record{tx};
+    case 4:
+      return fence_record{tx};
     default:
       return term_record{copy_term{rng.uniform(0, ~0ull),
                                    "tally@127.0.0.1:" + std::to_string(rng.uniform(1, 65535))}};
@@ -74,6 +76,8 @@ bool same_record(const journal_record& a, const journal_record& b) {
     auto& y = std::get<term_record>(b);
     return x->tx == y.tx && x->by == y.by && x->term() == y.term();
   }
+  if (auto* x = std::get_if<fence_record>(&a))
+    return x->tx == std::get<fence_record>(b).tx;
   return std::get<abort_record>(a).tx == std::get<abort_record>(b).tx;
 }
 
