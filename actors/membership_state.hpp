@@ -52,6 +52,11 @@ struct resolution {
   bool asking = false;       // an attempt's questions are out
   bool deciding = false;     // the decision is on its way to the partition
   bool warned = false;       // "cannot be decided" logged once
+  // A commit on its coordinator's word was refused here behind a fence:
+  // from then on that word is ignored and the participants decide (a
+  // fence round), else each attempt would conclude the same refused commit
+  // (docs/RELIABILITY.md, "The participant fence").
+  bool coordinator_word_refused = false;
 };
 
 // The one partition this node is handing off (one at a time keeps the

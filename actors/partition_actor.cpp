@@ -104,6 +104,7 @@ struct deferred_request {
   std::string bytes;
   caf::response_promise rp;
   std::chrono::steady_clock::time_point since;
+  bool passed_on; // came from another copy (part_fwd_atom): not passed on again
 };
 
 enum class partition_mode {
@@ -506,7 +507,7 @@ std::string error_reply_bytes(caf::atom_value kind, const error& err) {
 void defer(partition_self self, caf::atom_value kind, std::string bytes,
            caf::response_promise rp) {
   self->state.deferred.push_back(
-    {kind, std::move(bytes), std::move(rp), std::chrono::steady_clock::now()});
+    {kind, std::move(bytes), std::move(rp), std::chrono::steady_clock::now(), false});
 }
 
 // A part_*_call that this partition cannot serve now (it is draining,
@@ -612,10 +613,12 @@ void release_awaiting_leader(partition_self self) {
   const bool again = st.mode == partition_mode::serving
                      && (st.repl.serves_clients() || st.repl.primary_handle());
   for (auto& d : held) {
-    if (again)
-      d.rp.delegate(caf::actor{self}, d.kind, std::move(d.bytes));
-    else
+    if (!again)
       d.rp.deliver(error_reply_bytes(d.kind, st.repl.refusal(st.index)));
+    else if (d.passed_on) // still passed on at most once
+      d.rp.delegate(caf::actor{self}, part_fwd_atom::value, d.kind, std::move(d.bytes));
+    else
+      d.rp.delegate(caf::actor{self}, d.kind, std::move(d.bytes));
   }
 }
 
@@ -655,7 +658,7 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
     const bool hold = st.repl.awaits_leader() || (may_forward && st.repl.awaits_primary_link());
     if (hold && st.awaiting_leader.size() < max_awaiting_leader) {
       st.awaiting_leader.push_back(
-        {kind, std::move(bytes), rp, std::chrono::steady_clock::now()});
+        {kind, std::move(bytes), rp, std::chrono::steady_clock::now(), !may_forward});
       return rp;
     }
     // A replica that follows a known primary passes the request on to it
@@ -1005,6 +1008,20 @@ caf::result<std::string> serve_abort(partition_self self, std::string& bytes, bo
   return encode_wire(part_ack{});
 }
 
+// A commit this copy's journal holds proves the transaction committed only
+// once it cannot be taken back: applied here, and on w copies (below the
+// time reads wait for, partition_replication::visible_below). Otherwise
+// the error to answer with: the asker asks again.
+std::optional<error> unproven_commit(partition_self self, const tx_id& tx,
+                                     std::uint64_t commit_time) {
+  auto& st = self->state;
+  if (!st.core->holds_prepared(tx) && commit_time < st.repl.visible_below())
+    return std::nullopt;
+  return make_error(errc::unavailable, "partition " + std::to_string(st.index)
+                                         + ": the transaction's commit is not yet on "
+                                           "enough copies here; ask again");
+}
+
 // The participant fence (docs/RELIABILITY.md, "The participant fence"),
 // asked by the recovery of undecided transactions of another participant
 // (or of this one) when the coordinator is out of reach: the decision
@@ -1025,6 +1042,9 @@ caf::result<std::string> serve_fence(partition_self self, std::string& bytes, bo
   out.aborted = found->aborted;
   out.folded_through = found->folded_through;
   out.fenced = found->fenced;
+  if (out.commit_time != 0)
+    if (auto e = unproven_commit(self, *tx, out.commit_time))
+      return encode_wire(part_find_resp{*e, 0, 0});
   if (!found->fenced)
     return encode_wire(out);
   log(log_level::info, "partition ", st.index, ": ", *tx,
@@ -1219,8 +1239,13 @@ caf::behavior partition_fn(partition_self self,
         return encode_wire(part_find_resp{found.err(), 0, 0});
       part_find_resp out;
       out.folded_through = found->kept_from > 0 ? found->kept_from - 1 : 0;
-      if (found->outcome == tx_outcome::committed)
+      if (found->outcome == tx_outcome::committed) {
+        // Recovery commits other participants on this answer, past their
+        // fences: only a commit that cannot be taken back counts.
+        if (auto e = unproven_commit(self, *tx, found->commit_time))
+          return encode_wire(part_find_resp{*e, 0, 0});
         out.commit_time = found->commit_time;
+      }
       out.aborted = found->outcome == tx_outcome::aborted;
       return encode_wire(out);
     },

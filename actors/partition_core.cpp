@@ -749,10 +749,12 @@ status partition_core::stage_commit(const tx_id& tx,
     // decision). Never expected; said loudly, so that the chaos suite and an
     // operator see it (the asker logs it as an error).
     if (d && *d && (*d)->outcome == tx_outcome::aborted) {
-      // Aborted by recovery behind a fence while its coordinator was out
-      // of reach (docs/RELIABILITY.md, "The participant fence"): no
-      // participant took a commit, so nothing of it applies anywhere.
-      if (fenced(tx))
+      // The coordinator's commit, after recovery aborted the transaction
+      // behind a fence while the coordinator was out of reach
+      // (docs/RELIABILITY.md, "The participant fence"): no participant
+      // took a commit, so nothing of it applies anywhere. A proven commit
+      // here would be a split decision.
+      if (fenced(tx) && !from_recovery)
         return make_error(errc::aborted,
                           "partition " + std::to_string(opts_.index)
                             + ": the transaction was aborted by the recovery of undecided "
@@ -814,10 +816,12 @@ expected<fence_answer> partition_core::stage_fence(const tx_id& tx) {
     return make_error(errc::unavailable, "partition stopped after a failed "
                                          "write: " + failed_->to_string());
   fence_answer out;
-  if (auto i = prepared_.find(tx); i != prepared_.end() && i->second.commit_time) {
-    out.commit_time = *i->second.commit_time; // under way: it will be journaled
-    return out;
-  }
+  // A commit under way (waiting for its flush, its sync or its copies) is
+  // no proof yet: a crash or failover can still take it back.
+  if (auto i = prepared_.find(tx); i != prepared_.end() && i->second.commit_time)
+    return make_error(errc::unavailable,
+                      "partition " + std::to_string(opts_.index)
+                        + ": the transaction's commit is under way here; ask again");
   if (prepared_.count(tx) == 0) {
     auto d = find_decision(tx);
     if (!d)

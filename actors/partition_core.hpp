@@ -207,7 +207,7 @@ struct undecided_prepare {
 /// "The participant fence"). At most one of commit_time != 0, aborted and
 /// fenced.
 struct fence_answer {
-  std::uint64_t commit_time = 0; // committed here, or its commit under way
+  std::uint64_t commit_time = 0; // committed here (applied)
   bool aborted = false;          // an abort record here
   bool fenced = false;           // no decision here: a fence record staged
   /// As tx_decision::kept_from - 1: for a transaction prepared at or below
@@ -329,7 +329,8 @@ public:
   /// never prepared here): from now on the partition refuses a prepare of
   /// `tx` and its coordinator's commit. The caller answers "fenced" only once
   /// the record is durable and on w copies. Errors: after a failed write,
-  /// and the decision index's.
+  /// the decision index's, and errc::unavailable while a commit of `tx` is
+  /// under way here (not applied yet: no proof).
   expected<fence_answer> stage_fence(const tx_id& tx);
   /// Whether `tx` is fenced here.
   bool fenced(const tx_id& tx) const { return fenced_.count(tx) != 0; }
@@ -555,6 +556,9 @@ public:
     return i == prepare_times_.end() ? UINT64_MAX : *i;
   }
   std::size_t prepared_count() const noexcept { return prepared_.size(); }
+  /// Whether `tx` is prepared here and not yet applied (its commit, if
+  /// any, is staged or waits for its sync).
+  bool holds_prepared(const tx_id& tx) const { return prepared_.count(tx) != 0; }
   /// True when every record of the log belongs to a transaction of
   /// `set_aside` whose prepare time the checkpoint time has passed
   /// (checkpoint() then has nothing to fold).

@@ -171,11 +171,16 @@ void partition_replication::flushed(caf::event_based_actor* self, partition_core
       if (auto* c = std::get_if<commit_record>(&r))
         first_commit = std::min(first_commit, c->commit_time.get(local_dc));
     if (first_commit != UINT64_MAX) {
-      // Kept non-decreasing: a later batch's commits are above every
-      // earlier commit time anyway (the partition clock), and the front
-      // decides.
-      if (!unreplicated_.empty())
-        first_commit = std::max(first_commit, unreplicated_.back().second);
+      // Kept non-decreasing, each entry the smallest commit time of its
+      // batch and every later one, so that the front is the smallest of
+      // all: a later batch can commit below an earlier one (a transaction
+      // prepared here before another, whose coordinator's commit time is
+      // below the other's, committed after it). Taking the larger instead,
+      // as before stop 30, let a read see such a commit before it was on w
+      // copies.
+      for (auto i = unreplicated_.rbegin(); i != unreplicated_.rend() && i->second > first_commit;
+           ++i)
+        i->second = first_commit;
       unreplicated_.emplace_back(b.end(), first_commit);
     }
     last_tx_ = record_tx(b.records.back());

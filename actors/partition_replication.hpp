@@ -286,7 +286,8 @@ private:
   std::deque<replication_batch> recent_;
   std::size_t recent_records_ = 0;
   // Batches with commits not yet on w copies: (batch end, smallest commit
-  // time in it), oldest first; non-decreasing in both.
+  // time in it and every later batch), oldest first; non-decreasing in
+  // both.
   std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
   std::function<void()> on_visible_;
   std::function<void()> on_replicated_;

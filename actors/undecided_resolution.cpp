@@ -146,7 +146,7 @@ struct attempt {
 // holds it prepared (its coordinator's own decision got there first)
 // answers not_found: done too.
 void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
-            std::string bytes) {
+            std::string bytes, bool on_coordinators_word = false) {
   auto& st = self->state;
   auto copy = copy_here(self, key.first);
   if (!copy) {
@@ -155,7 +155,7 @@ void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
   }
   self->request(copy, st.cfg.request_timeout, kind, std::move(bytes))
     .then(
-      [self, key](std::string& reply) {
+      [self, key, on_coordinators_word](std::string& reply) {
         auto a = decode_wire<part_ack>(reply);
         auto& st = self->state;
         if (a && (!a->err || a->err->code() == errc::not_found)) {
@@ -171,10 +171,14 @@ void decide(mem_self self, const resolution_key& key, caf::atom_value kind,
           st.resolving.erase(key);
           return;
         }
-        log(log_level::warn, "partition ", key.first, ": deciding ", key.second, " failed: ",
-            a ? a->err->to_string() : a.err().to_string());
-        if (auto i = st.resolving.find(key); i != st.resolving.end())
+        const bool fenced = a && a->err->message().find("fenced") != std::string::npos;
+        log(fenced ? log_level::info : log_level::warn, "partition ", key.first, ": deciding ",
+            key.second, " failed: ", a ? a->err->to_string() : a.err().to_string());
+        if (auto i = st.resolving.find(key); i != st.resolving.end()) {
           i->second.deciding = false;
+          if (fenced && on_coordinators_word)
+            i->second.coordinator_word_refused = true;
+        }
       },
       [self, key](caf::error&) {
         if (auto i = self->state.resolving.find(key); i != self->state.resolving.end())
@@ -202,7 +206,7 @@ void conclude(mem_self self, const std::shared_ptr<attempt>& a, bool commit,
     log(log_level::info, "partition ", u.p, ": ", u.tx, " committed at ", commit_time, " (",
         why, "): committed here too");
     decide(self, a->key, part_commit_atom::value,
-           encode_wire(part_commit_req{u.tx, commit_time, proven}));
+           encode_wire(part_commit_req{u.tx, commit_time, proven}), !proven);
   } else {
     log(log_level::info, "partition ", u.p, ": ", u.tx, " ", why, ": aborted");
     decide(self, a->key, part_abort_atom::value, encode_wire(part_abort_req{u.tx}));
@@ -403,8 +407,13 @@ void ask(mem_self self, const resolution_key& key) {
           answered(self, a);
         });
   // Last: a local coordinator answers at once, and may finish the attempt.
+  const bool word_refused = r.coordinator_word_refused;
   ask_coordinator(self, u, force_decision(self, u),
-                  [self, a](std::optional<coordinator_answer> ans) {
+                  [self, a, word_refused](std::optional<coordinator_answer> ans) {
+                    // Its "committed" was refused behind a fence: the
+                    // participants decide, as if it were silent.
+                    if (ans && word_refused && ans->state == coordinator_state::committed)
+                      ans.reset();
                     if (ans) {
                       switch (ans->state) {
                         case coordinator_state::committed:

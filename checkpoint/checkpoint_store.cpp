@@ -155,15 +155,14 @@ checkpoint_store::checkpoint(const checkpoint_bounds& bounds) {
                           return true;
                         // Nor does a fence: it may name a transaction with
                         // no other record here (never prepared here), which
-                        // would look undecided for ever. A fenced
-                        // transaction prepared here is held by its prepare,
-                        // and moves with it when set aside.
-                        if (std::holds_alternative<fence_record>(rec)) {
-                          if (auto i = txs.find(record_tx(rec));
-                              i != txs.end() && bounds.set_aside.count(record_tx(rec)) != 0)
-                            i->second.records.push_back(rec);
+                        // would look undecided for ever. It does not move
+                        // with a set-aside transaction either (relocation
+                        // moves its updates and prepare only): the
+                        // partition keeps the fence in memory
+                        // (partition_core::fenced), the record only serves
+                        // a restart before it is truncated.
+                        if (std::holds_alternative<fence_record>(rec))
                           return true;
-                        }
                         auto& t = txs[record_tx(rec)];
                         if (t.first == 0)
                           t.first = at;

@@ -343,4 +343,108 @@ BOOST_AUTO_TEST_CASE(a_transaction_whose_coordinator_is_out_of_reach_is_decided_
   std::filesystem::remove_all(dir);
 }
 
+// docs/RELIABILITY.md, "The participant fence": tx6 is fenced at both
+// partitions (a fence round whose other answers were lost), and its
+// coordinator, this node's run, then says it committed. A commit on the
+// coordinator's word is refused behind the fence; from then on that word
+// is ignored and the next attempt's fence round aborts it. Before, every
+// attempt concluded the same refused commit, and tx6 held its keys until
+// the coordinator forgot it (3 request timeouts + 30 s: 90 s here; the
+// test fails at 20 s).
+BOOST_AUTO_TEST_CASE(a_coordinators_word_refused_behind_a_fence_gives_way_to_a_fence_round) {
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
+  auto old = std::make_shared<std::atomic<bool>>(true);
+  const std::uint64_t then = wall_clock_us() - 21'000'000; // 21 s ago
+  const std::uint64_t incarnation = 4711;
+  const node_id self = "tally@127.0.0.1:1";
+  std::vector<std::unique_ptr<partition_core>> cores;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    partition_options o;
+    o.index = i;
+    o.path = (dir / std::to_string(i)).string();
+    o.mode = durability::none;
+    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
+    auto core = partition_core::open(o);
+    BOOST_REQUIRE(core);
+    cores.push_back(std::move(*core));
+  }
+  auto coordinating = std::make_shared<coordinated_txs>();
+  const tx_id tx6{incarnation, 6};
+  coordinating->begin(tx6);
+  std::uint64_t t6 = 0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    auto a = cores[i]->stage_prepare(tx6, {inc("h" + std::to_string(i), 6)}, 0, true, {0, 1},
+                                     self);
+    BOOST_REQUIRE(a);
+    t6 = std::max(t6, a->prepare_time);
+    BOOST_REQUIRE(cores[i]->flush());
+    auto f = cores[i]->stage_fence(tx6);
+    BOOST_REQUIRE(f);
+    BOOST_REQUIRE(f->fenced);
+    BOOST_REQUIRE(cores[i]->flush());
+  }
+  BOOST_REQUIRE(coordinating->commit(tx6, t6)); // its word: committed at t6
+  old->store(false);
+  {
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", 2);
+    caf::actor_system sys{cfg};
+    auto board = std::make_shared<safe_board>(2);
+    std::vector<caf::actor> local;
+    for (std::uint32_t i = 0; i < 2; ++i)
+      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(),
+                                      board_slot(board, i)));
+    auto ring = ring_state::create(self, 2, 1);
+    BOOST_REQUIRE(ring);
+    membership_config mc;
+    mc.self = self;
+    mc.root = dir.string();
+    mc.q = 2;
+    mc.request_timeout = std::chrono::milliseconds{20000};
+    mc.incarnation = incarnation;
+    mc.coordinating = coordinating;
+    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
+      return make_error(errc::unavailable, "not in this test");
+    };
+    auto routes = std::make_shared<routing>();
+    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
+    struct stop_all {
+      std::vector<caf::actor> actors;
+      ~stop_all() {
+        for (auto& a : actors)
+          caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+      }
+    } stop{local};
+    stop.actors.push_back(m);
+    caf::scoped_actor me{sys};
+    std::vector<std::int64_t> values;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::vector<std::int64_t> got;
+      for (std::uint32_t i = 0; i < 2; ++i) {
+        part_read_req r;
+        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
+        r.items = {read_item{object_key{"b", "h" + std::to_string(i)}, crdt_type::counter, {}}};
+        me->request(local[i], std::chrono::milliseconds(300), part_read_atom::value,
+                    encode_wire(r))
+          .receive(
+            [&](std::string& bytes) {
+              auto resp = decode_wire<part_read_resp>(bytes);
+              if (resp && !resp->err)
+                for (auto& v : resp->values)
+                  got.push_back(std::get<std::int64_t>(v));
+            },
+            [&](caf::error&) {});
+      }
+      if (got.size() == 2)
+        values = got;
+    }
+    BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
+    BOOST_TEST(values[0] == 0); // aborted at both: no participant took a commit
+    BOOST_TEST(values[1] == 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

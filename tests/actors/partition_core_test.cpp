@@ -1468,6 +1468,31 @@ BOOST_AUTO_TEST_CASE(a_fenced_transaction_takes_only_a_commit_recovery_proved) {
   BOOST_TEST(aborted->aborted);
   BOOST_TEST(!aborted->fenced);
   BOOST_TEST(!c->has_staged());
+  // Fenced and aborted: the coordinator's commit is told so; a proven
+  // commit is a split decision, said as such.
+  BOOST_REQUIRE(c->stage_prepare({5, 4}, {inc("w", 1)}, 0, true, {3, 4}, "tally@h:1"));
+  BOOST_REQUIRE(c->flush());
+  BOOST_REQUIRE(c->stage_fence({5, 4}));
+  BOOST_REQUIRE(c->stage_abort({5, 4}));
+  BOOST_REQUIRE(c->flush());
+  auto told = c->stage_commit({5, 4}, t + 10);
+  BOOST_REQUIRE(!told);
+  BOOST_TEST(told.err().code() == errc::aborted);
+  BOOST_TEST(told.err().message().find("aborted by the recovery") != std::string::npos);
+  auto split = c->stage_commit({5, 4}, t + 10, true);
+  BOOST_REQUIRE(!split);
+  BOOST_TEST(split.err().message().find("split decision") != std::string::npos);
+  // A commit under way (staged, not applied) is no proof: asked again.
+  BOOST_REQUIRE(c->stage_prepare({5, 5}, {inc("v", 1)}, 0, true, {3, 4}, "tally@h:1"));
+  BOOST_REQUIRE(c->flush());
+  BOOST_REQUIRE(c->stage_commit({5, 5}, t + 20));
+  auto under_way = c->stage_fence({5, 5});
+  BOOST_REQUIRE(!under_way);
+  BOOST_TEST(under_way.err().code() == errc::unavailable);
+  BOOST_REQUIRE(c->flush());
+  auto applied = c->stage_fence({5, 5});
+  BOOST_REQUIRE(applied);
+  BOOST_TEST(applied->commit_time == t + 20);
 }
 
 BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_no_longer_holds_the_journal_back) {

@@ -433,6 +433,15 @@ void run_cluster_chaos(const run_options& o) {
     // A commit that reached a partition which had aborted the transaction
     // (partition_core::stage_commit): atomicity broken on the nodes even if
     // no read showed it.
+    // How often the participants decided a transaction without its
+    // coordinator (docs/RELIABILITY.md, "The participant fence"): the
+    // checkers above judged those outcomes too.
+    BOOST_TEST_MESSAGE("participant fences: "
+                       << cl.log_lines_with("fencing it at").size() << " rounds; "
+                       << cl.log_lines_with("fenced at every participant").size()
+                       << " transactions aborted behind fences, "
+                       << cl.log_lines_with("at a participant asked to fence it").size()
+                       << " decided from a participant's record");
     const auto splits = cl.log_lines_with("split decision");
     for (std::size_t i = 0; i < splits.size() && i < 5; ++i)
       BOOST_ERROR(splits[i]);
