@@ -170,19 +170,8 @@ void partition_replication::flushed(caf::event_based_actor* self, partition_core
     for (const auto& r : b.records)
       if (auto* c = std::get_if<commit_record>(&r))
         first_commit = std::min(first_commit, c->commit_time.get(local_dc));
-    if (first_commit != UINT64_MAX) {
-      // Kept non-decreasing, each entry the smallest commit time of its
-      // batch and every later one, so that the front is the smallest of
-      // all: a later batch can commit below an earlier one (a transaction
-      // prepared here before another, whose coordinator's commit time is
-      // below the other's, committed after it). Taking the larger instead,
-      // as before stop 30, let a read see such a commit before it was on w
-      // copies.
-      for (auto i = unreplicated_.rbegin(); i != unreplicated_.rend() && i->second > first_commit;
-           ++i)
-        i->second = first_commit;
-      unreplicated_.emplace_back(b.end(), first_commit);
-    }
+    if (first_commit != UINT64_MAX)
+      unreplicated_.add(b.end(), first_commit);
     last_tx_ = record_tx(b.records.back());
     last_tx_known_ = true;
     recent_records_ += b.records.size();
@@ -207,11 +196,7 @@ void partition_replication::release(caf::event_based_actor*) {
   const lsn q = progress_->quorum_end();
   for (auto& h : held_.take_ready(q))
     h.answer(std::nullopt);
-  bool rose = false;
-  while (!unreplicated_.empty() && unreplicated_.front().first <= q) {
-    unreplicated_.pop_front();
-    rose = true;
-  }
+  const bool rose = unreplicated_.acknowledged(q);
   if (rose && on_visible_)
     on_visible_();
 }
@@ -940,7 +925,7 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
       // waits, for one replication round trip; writes are answered after
       // it anyway, as they come after it).
       unreplicated_.clear();
-      unreplicated_.emplace_back(at + 1, 0);
+      unreplicated_.add(at + 1, 0);
       if (on_visible_)
         on_visible_();
     }

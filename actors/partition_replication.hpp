@@ -69,6 +69,7 @@
 #include "common/error.hpp"
 #include "replication/copy_fence.hpp"
 #include "replication/replica_progress.hpp"
+#include "replication/unreplicated_commits.hpp"
 
 namespace tally {
 
@@ -129,7 +130,7 @@ public:
     if (role_ == copy_role::primary && w_ > 1
         && std::chrono::steady_clock::now() >= leased_until_)
       return 0;
-    return unreplicated_.empty() ? UINT64_MAX : unreplicated_.front().second;
+    return unreplicated_.visible_below();
   }
   /// A read reached this copy: as a primary it keeps its read lease
   /// renewed while reads come (docs/REPLICATION.md, "Read leases"), and
@@ -285,10 +286,8 @@ private:
   // instead of the journal while they last).
   std::deque<replication_batch> recent_;
   std::size_t recent_records_ = 0;
-  // Batches with commits not yet on w copies: (batch end, smallest commit
-  // time in it and every later batch), oldest first; non-decreasing in
-  // both.
-  std::deque<std::pair<lsn, std::uint64_t>> unreplicated_;
+  // Batches with commits not yet on w copies: what reads wait for.
+  unreplicated_commits unreplicated_;
   std::function<void()> on_visible_;
   std::function<void()> on_replicated_;
   std::function<void()> on_stopped_serving_;
