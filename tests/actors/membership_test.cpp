@@ -29,26 +29,119 @@ tx_update inc(const std::string& key, std::int64_t d) {
   return tx_update{object_key{"b", key}, crdt_type::counter, counter_effect{d}, std::nullopt};
 }
 
+// Two partitions' stores in a fresh folder, whose clock reads `then` (the
+// past the test prepares in) until `old` is cleared, then the wall clock.
+struct two_partitions {
+  std::filesystem::path dir;
+  std::shared_ptr<std::atomic<bool>> old = std::make_shared<std::atomic<bool>>(true);
+  std::vector<std::unique_ptr<partition_core>> cores;
+
+  explicit two_partitions(std::uint64_t then) {
+    dir = std::filesystem::temp_directory_path()
+          / ("tally-membership-" + std::to_string(std::random_device{}()));
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      partition_options o;
+      o.index = i;
+      o.path = (dir / std::to_string(i)).string();
+      o.mode = durability::none;
+      o.now_us = [old = old, then] { return old->load() ? then : wall_clock_us(); };
+      auto core = partition_core::open(o);
+      BOOST_REQUIRE(core);
+      cores.push_back(std::move(*core));
+    }
+  }
+  ~two_partitions() { std::filesystem::remove_all(dir); }
+};
+
+// A one-member node running the two partitions (their cores taken) and
+// its membership, with `request_timeout` and, when given, the node's
+// coordinated transactions. Stopped however the test ends.
+class one_node {
+public:
+  one_node(two_partitions& parts, const node_id& self, std::uint64_t incarnation,
+           std::chrono::milliseconds request_timeout,
+           std::shared_ptr<coordinated_txs> coordinating = nullptr) {
+    cfg_.set("scheduler.max-threads", 2);
+    sys_ = std::make_unique<caf::actor_system>(cfg_);
+    auto board = std::make_shared<safe_board>(2);
+    for (std::uint32_t i = 0; i < 2; ++i)
+      local_.push_back(spawn_partition(*sys_, std::move(parts.cores[i]),
+                                       partition_placement::detached(), board_slot(board, i)));
+    auto ring = ring_state::create(self, 2, 1);
+    BOOST_REQUIRE(ring);
+    membership_config mc;
+    mc.self = self;
+    mc.root = parts.dir.string();
+    mc.q = 2;
+    mc.request_timeout = request_timeout;
+    mc.incarnation = incarnation;
+    mc.coordinating = std::move(coordinating);
+    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
+      return make_error(errc::unavailable, "not in this test");
+    };
+    membership_ = spawn_membership(*sys_, mc, std::move(*ring), local_,
+                                   std::make_shared<routing>());
+  }
+
+  ~one_node() {
+    for (auto& a : local_)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(membership_, caf::exit_reason::user_shutdown);
+    local_.clear(); // no handle may outlive the system's wait for its actors
+    membership_ = nullptr;
+    sys_.reset();
+  }
+
+  const caf::actor& partition(std::uint32_t i) const { return local_.at(i); }
+  caf::actor_system& system() { return *sys_; }
+
+  // The counters `keys[i]` of partition i read at a snapshot of now, once
+  // every read is served (a prepared transaction holds its keys until it is
+  // decided): all of them in order, or none after 20 s.
+  std::vector<std::int64_t> read_once_decided(const std::vector<std::vector<std::string>>& keys) {
+    caf::scoped_actor me{*sys_};
+    std::size_t wanted = 0;
+    for (const auto& k : keys)
+      wanted += k.size();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::vector<std::int64_t> got;
+      for (std::uint32_t i = 0; i < keys.size(); ++i) {
+        part_read_req r;
+        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
+        for (const auto& k : keys[i])
+          r.items.push_back(read_item{object_key{"b", k}, crdt_type::counter, {}});
+        me->request(local_[i], std::chrono::milliseconds(300), part_read_atom::value,
+                    encode_wire(r))
+          .receive(
+            [&](std::string& bytes) {
+              auto resp = decode_wire<part_read_resp>(bytes);
+              if (resp && !resp->err)
+                for (auto& v : resp->values)
+                  got.push_back(std::get<std::int64_t>(v));
+            },
+            [&](caf::error&) {});
+      }
+      if (got.size() == wanted)
+        return got;
+    }
+    return {};
+  }
+
+private:
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  std::vector<caf::actor> local_;
+  caf::actor membership_;
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(membership_tests)
 
 BOOST_AUTO_TEST_CASE(transactions_prepared_long_ago_are_committed_or_aborted_with_the_cluster) {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
-  auto old = std::make_shared<std::atomic<bool>>(true);
-  const std::uint64_t then = wall_clock_us() - 10'000'000; // 10 s ago
-  std::vector<std::unique_ptr<partition_core>> cores;
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    partition_options o;
-    o.index = i;
-    o.path = (dir / std::to_string(i)).string();
-    o.mode = durability::none;
-    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
-    auto core = partition_core::open(o);
-    BOOST_REQUIRE(core);
-    cores.push_back(std::move(*core));
-  }
+  two_partitions parts{wall_clock_us() - 10'000'000}; // prepared 10 s ago
+  auto& cores = parts.cores;
   // tx1: prepared on both partitions, committed on partition 1 only (its
   // coordinator died before committing partition 0).
   tx_id tx1{4242, 1}, tx2{4242, 2};
@@ -65,66 +158,17 @@ BOOST_AUTO_TEST_CASE(transactions_prepared_long_ago_are_committed_or_aborted_wit
   BOOST_REQUIRE(cores[1]->flush());
   BOOST_TEST(cores[0]->prepared_count() == 2u);
   BOOST_TEST(cores[1]->prepared_count() == 1u);
-  old->store(false);
+  parts.old->store(false);
 
-  {
-    caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 2);
-    caf::actor_system sys{cfg};
-    auto board = std::make_shared<safe_board>(2);
-    std::vector<caf::actor> local;
-    for (std::uint32_t i = 0; i < 2; ++i)
-      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(), board_slot(board, i)));
-    auto ring = ring_state::create("tally@127.0.0.1:1", 2, 1);
-    BOOST_REQUIRE(ring);
-    membership_config mc;
-    mc.self = "tally@127.0.0.1:1";
-    mc.root = dir.string();
-    mc.q = 2;
-    mc.request_timeout = std::chrono::milliseconds{100}; // stale after 300 ms
-    mc.incarnation = 1;
-    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
-      return make_error(errc::unavailable, "not in this test");
-    };
-    auto routes = std::make_shared<routing>();
-    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
-
-    // Reads at "now" wait while the old transactions hold the partitions'
-    // safe time; they succeed once the membership has decided them.
-    caf::scoped_actor me{sys};
-    std::vector<std::int64_t> values;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
-      part_read_req r0, r1;
-      r0.snapshot = r1.snapshot = vector_clock{{local_dc, wall_clock_us()}};
-      r0.items = {read_item{object_key{"b", "a"}, crdt_type::counter, {}},
-                  read_item{object_key{"b", "c"}, crdt_type::counter, {}}};
-      r1.items = {read_item{object_key{"b", "b"}, crdt_type::counter, {}},
-                  read_item{object_key{"b", "d"}, crdt_type::counter, {}}};
-      std::vector<std::int64_t> got;
-      for (auto [who, req] : {std::make_pair(local[0], r0), std::make_pair(local[1], r1)})
-        me->request(who, std::chrono::milliseconds(300), part_read_atom::value, encode_wire(req))
-          .receive(
-            [&](std::string& bytes) {
-              auto resp = decode_wire<part_read_resp>(bytes);
-              if (resp && !resp->err)
-                for (auto& v : resp->values)
-                  got.push_back(std::get<std::int64_t>(v));
-            },
-            [&](caf::error&) {});
-      if (got.size() == 4)
-        values = got;
-    }
-    BOOST_REQUIRE(values.size() == 4u); // decided within the bound
-    BOOST_TEST(values[0] == 5); // a: tx1 committed on partition 0 too
-    BOOST_TEST(values[2] == 5); // b: tx1 as committed on partition 1
-    BOOST_TEST(values[1] == 0); // c: tx2 aborted
-    BOOST_TEST(values[3] == 0); // d: tx2 aborted
-    for (auto& a : local)
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
-  }
-  std::filesystem::remove_all(dir);
+  // Reads at "now" wait while the old transactions hold the partitions'
+  // safe time; they succeed once the membership has decided them.
+  one_node node{parts, "tally@127.0.0.1:1", 1, std::chrono::milliseconds{100}}; // stale after 300 ms
+  auto values = node.read_once_decided({{"a", "c"}, {"b", "d"}});
+  BOOST_REQUIRE(values.size() == 4u); // decided within the bound
+  BOOST_TEST(values[0] == 5); // a: tx1 committed on partition 0 too
+  BOOST_TEST(values[2] == 5); // b: tx1 as committed on partition 1
+  BOOST_TEST(values[1] == 0); // c: tx2 aborted
+  BOOST_TEST(values[3] == 0); // d: tx2 aborted
 }
 
 // Issue 13, cooperative termination: the coordinator itself is asked how
@@ -137,98 +181,34 @@ BOOST_AUTO_TEST_CASE(transactions_prepared_long_ago_are_committed_or_aborted_wit
 // for its coordinator ("still in progress") and tx4 had no commit record to
 // be found: both stayed prepared, and the reads below timed out.
 BOOST_AUTO_TEST_CASE(the_coordinator_is_asked_and_its_decision_is_applied) {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
-  auto old = std::make_shared<std::atomic<bool>>(true);
-  const std::uint64_t then = wall_clock_us() - 10'000'000; // 10 s ago
+  two_partitions parts{wall_clock_us() - 10'000'000}; // prepared 10 s ago
   const std::uint64_t incarnation = 777;
   const node_id self = "tally@127.0.0.1:1";
-  std::vector<std::unique_ptr<partition_core>> cores;
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    partition_options o;
-    o.index = i;
-    o.path = (dir / std::to_string(i)).string();
-    o.mode = durability::none;
-    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
-    auto core = partition_core::open(o);
-    BOOST_REQUIRE(core);
-    cores.push_back(std::move(*core));
-  }
   auto coordinating = std::make_shared<coordinated_txs>();
   tx_id tx3{incarnation, 3}, tx4{incarnation, 4};
   coordinating->begin(tx3);
   coordinating->begin(tx4);
   std::uint64_t t4 = 0;
   for (std::uint32_t i = 0; i < 2; ++i) {
-    auto a = cores[i]->stage_prepare(tx3, {inc("e" + std::to_string(i), 3)}, 0, true, {0, 1},
-                                     self);
-    auto b = cores[i]->stage_prepare(tx4, {inc("f" + std::to_string(i), 4)}, 0, true, {0, 1},
-                                     self);
+    auto& core = parts.cores[i];
+    auto a = core->stage_prepare(tx3, {inc("e" + std::to_string(i), 3)}, 0, true, {0, 1}, self);
+    auto b = core->stage_prepare(tx4, {inc("f" + std::to_string(i), 4)}, 0, true, {0, 1}, self);
     BOOST_REQUIRE(a);
     BOOST_REQUIRE(b);
     t4 = std::max(t4, b->prepare_time);
-    BOOST_REQUIRE(cores[i]->flush());
+    BOOST_REQUIRE(core->flush());
   }
   BOOST_REQUIRE(coordinating->commit(tx4, t4)); // decided; its commits were lost
-  old->store(false);
-  {
-    caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 2);
-    caf::actor_system sys{cfg};
-    auto board = std::make_shared<safe_board>(2);
-    std::vector<caf::actor> local;
-    for (std::uint32_t i = 0; i < 2; ++i)
-      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(), board_slot(board, i)));
-    auto ring = ring_state::create(self, 2, 1);
-    BOOST_REQUIRE(ring);
-    membership_config mc;
-    mc.self = self;
-    mc.root = dir.string();
-    mc.q = 2;
-    mc.request_timeout = std::chrono::milliseconds{100};
-    mc.incarnation = incarnation;
-    mc.coordinating = coordinating;
-    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
-      return make_error(errc::unavailable, "not in this test");
-    };
-    auto routes = std::make_shared<routing>();
-    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
-    caf::scoped_actor me{sys};
-    std::vector<std::int64_t> values;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
-      std::vector<std::int64_t> got;
-      for (std::uint32_t i = 0; i < 2; ++i) {
-        part_read_req r;
-        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
-        r.items = {read_item{object_key{"b", "e" + std::to_string(i)}, crdt_type::counter, {}},
-                   read_item{object_key{"b", "f" + std::to_string(i)}, crdt_type::counter, {}}};
-        me->request(local[i], std::chrono::milliseconds(300), part_read_atom::value,
-                    encode_wire(r))
-          .receive(
-            [&](std::string& bytes) {
-              auto resp = decode_wire<part_read_resp>(bytes);
-              if (resp && !resp->err)
-                for (auto& v : resp->values)
-                  got.push_back(std::get<std::int64_t>(v));
-            },
-            [&](caf::error&) {});
-      }
-      if (got.size() == 4)
-        values = got;
-    }
-    BOOST_REQUIRE(values.size() == 4u); // decided within the bound
-    BOOST_TEST(values[0] == 0); // e0: tx3 aborted by its coordinator
-    BOOST_TEST(values[2] == 0); // e1
-    BOOST_TEST(values[1] == 4); // f0: tx4 committed on its coordinator's word
-    BOOST_TEST(values[3] == 4); // f1
-    // The coordinator can no longer commit tx3.
-    BOOST_TEST(!coordinating->commit(tx3, t4 + 1));
-    for (auto& a : local)
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
-  }
-  std::filesystem::remove_all(dir);
+  parts.old->store(false);
+  one_node node{parts, self, incarnation, std::chrono::milliseconds{100}, coordinating};
+  auto values = node.read_once_decided({{"e0", "f0"}, {"e1", "f1"}});
+  BOOST_REQUIRE(values.size() == 4u); // decided within the bound
+  BOOST_TEST(values[0] == 0); // e0: tx3 aborted by its coordinator
+  BOOST_TEST(values[2] == 0); // e1
+  BOOST_TEST(values[1] == 4); // f0: tx4 committed on its coordinator's word
+  BOOST_TEST(values[3] == 4); // f1
+  // The coordinator can no longer commit tx3.
+  BOOST_TEST(!coordinating->commit(tx3, t4 + 1));
 }
 
 // docs/RELIABILITY.md, "The participant fence": tx5 is prepared at both
@@ -240,107 +220,39 @@ BOOST_AUTO_TEST_CASE(the_coordinator_is_asked_and_its_decision_is_applied) {
 // commit is refused. Without the fence the reads waited until it was 60 s
 // old (the test fails).
 BOOST_AUTO_TEST_CASE(a_transaction_whose_coordinator_is_out_of_reach_is_decided_behind_a_fence) {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
-  auto old = std::make_shared<std::atomic<bool>>(true);
-  const std::uint64_t then = wall_clock_us() - 21'000'000; // 21 s ago
-  const node_id self = "tally@127.0.0.1:1";
-  std::vector<std::unique_ptr<partition_core>> cores;
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    partition_options o;
-    o.index = i;
-    o.path = (dir / std::to_string(i)).string();
-    o.mode = durability::none;
-    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
-    auto core = partition_core::open(o);
-    BOOST_REQUIRE(core);
-    cores.push_back(std::move(*core));
-  }
+  two_partitions parts{wall_clock_us() - 21'000'000}; // prepared 21 s ago
   const tx_id tx5{31337, 5};
   std::uint64_t t5 = 0;
   for (std::uint32_t i = 0; i < 2; ++i) {
-    auto a = cores[i]->stage_prepare(tx5, {inc("g" + std::to_string(i), 5)}, 0, true, {0, 1},
-                                     "tally@127.0.0.1:9");
+    auto& core = parts.cores[i];
+    auto a = core->stage_prepare(tx5, {inc("g" + std::to_string(i), 5)}, 0, true, {0, 1},
+                                 "tally@127.0.0.1:9");
     BOOST_REQUIRE(a);
     t5 = std::max(t5, a->prepare_time);
-    BOOST_REQUIRE(cores[i]->flush());
+    BOOST_REQUIRE(core->flush());
   }
-  old->store(false);
-  const auto started = std::chrono::steady_clock::now();
-  {
-    caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 2);
-    caf::actor_system sys{cfg};
-    auto board = std::make_shared<safe_board>(2);
-    std::vector<caf::actor> local;
-    for (std::uint32_t i = 0; i < 2; ++i)
-      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(),
-                                      board_slot(board, i)));
-    auto ring = ring_state::create(self, 2, 1);
-    BOOST_REQUIRE(ring);
-    membership_config mc;
-    mc.self = self;
-    mc.root = dir.string();
-    mc.q = 2;
-    mc.request_timeout = std::chrono::milliseconds{20000};
-    mc.incarnation = 1;
-    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
-      return make_error(errc::unavailable, "not in this test");
-    };
-    auto routes = std::make_shared<routing>();
-    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
-    // Stopped however the test ends (a failed check must not leave the
-    // system waiting for them for ever).
-    struct stop_all {
-      std::vector<caf::actor> actors;
-      ~stop_all() {
-        for (auto& a : actors)
-          caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-      }
-    } stop{local};
-    stop.actors.push_back(m);
-    caf::scoped_actor me{sys};
-    std::vector<std::int64_t> values;
-    auto deadline = started + std::chrono::seconds(20);
-    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
-      std::vector<std::int64_t> got;
-      for (std::uint32_t i = 0; i < 2; ++i) {
-        part_read_req r;
-        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
-        r.items = {read_item{object_key{"b", "g" + std::to_string(i)}, crdt_type::counter, {}}};
-        me->request(local[i], std::chrono::milliseconds(300), part_read_atom::value,
-                    encode_wire(r))
-          .receive(
-            [&](std::string& bytes) {
-              auto resp = decode_wire<part_read_resp>(bytes);
-              if (resp && !resp->err)
-                for (auto& v : resp->values)
-                  got.push_back(std::get<std::int64_t>(v));
-            },
-            [&](caf::error&) {});
-      }
-      if (got.size() == 2)
-        values = got;
-    }
-    BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
-    BOOST_TEST(values[0] == 0); // aborted at both
-    BOOST_TEST(values[1] == 0);
-    // The coordinator comes back and commits: refused at both.
-    for (std::uint32_t i = 0; i < 2; ++i) {
-      std::optional<part_ack> ack;
-      me->request(local[i], std::chrono::seconds(2), part_commit_atom::value,
-                  encode_wire(part_commit_req{tx5, t5}))
-        .receive([&](std::string& bytes) {
-                   if (auto a = decode_wire<part_ack>(bytes))
-                     ack = std::move(*a);
-                 },
-                 [](caf::error&) {});
-      BOOST_REQUIRE(ack);
-      BOOST_REQUIRE(ack->err);
-      BOOST_TEST(ack->err->code() == errc::aborted);
-    }
+  parts.old->store(false);
+  one_node node{parts, "tally@127.0.0.1:1", 1, std::chrono::milliseconds{20000}};
+  auto values = node.read_once_decided({{"g0"}, {"g1"}});
+  BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
+  BOOST_TEST(values[0] == 0); // aborted at both
+  BOOST_TEST(values[1] == 0);
+  // The coordinator comes back and commits: refused at both.
+  caf::scoped_actor me{node.system()};
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    std::optional<part_ack> ack;
+    me->request(node.partition(i), std::chrono::seconds(2), part_commit_atom::value,
+                encode_wire(part_commit_req{tx5, t5}))
+      .receive(
+        [&](std::string& bytes) {
+          if (auto a = decode_wire<part_ack>(bytes))
+            ack = std::move(*a);
+        },
+        [](caf::error&) {});
+    BOOST_REQUIRE(ack);
+    BOOST_REQUIRE(ack->err);
+    BOOST_TEST(ack->err->code() == errc::aborted);
   }
-  std::filesystem::remove_all(dir);
 }
 
 // docs/RELIABILITY.md, "The participant fence": tx6 is fenced at both
@@ -352,99 +264,31 @@ BOOST_AUTO_TEST_CASE(a_transaction_whose_coordinator_is_out_of_reach_is_decided_
 // the coordinator forgot it (3 request timeouts + 30 s: 90 s here; the
 // test fails at 20 s).
 BOOST_AUTO_TEST_CASE(a_coordinators_word_refused_behind_a_fence_gives_way_to_a_fence_round) {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("tally-membership-" + std::to_string(rd()));
-  auto old = std::make_shared<std::atomic<bool>>(true);
-  const std::uint64_t then = wall_clock_us() - 21'000'000; // 21 s ago
+  two_partitions parts{wall_clock_us() - 21'000'000}; // prepared 21 s ago
   const std::uint64_t incarnation = 4711;
   const node_id self = "tally@127.0.0.1:1";
-  std::vector<std::unique_ptr<partition_core>> cores;
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    partition_options o;
-    o.index = i;
-    o.path = (dir / std::to_string(i)).string();
-    o.mode = durability::none;
-    o.now_us = [old, then] { return old->load() ? then : wall_clock_us(); };
-    auto core = partition_core::open(o);
-    BOOST_REQUIRE(core);
-    cores.push_back(std::move(*core));
-  }
   auto coordinating = std::make_shared<coordinated_txs>();
   const tx_id tx6{incarnation, 6};
   coordinating->begin(tx6);
   std::uint64_t t6 = 0;
   for (std::uint32_t i = 0; i < 2; ++i) {
-    auto a = cores[i]->stage_prepare(tx6, {inc("h" + std::to_string(i), 6)}, 0, true, {0, 1},
-                                     self);
+    auto& core = parts.cores[i];
+    auto a = core->stage_prepare(tx6, {inc("h" + std::to_string(i), 6)}, 0, true, {0, 1}, self);
     BOOST_REQUIRE(a);
     t6 = std::max(t6, a->prepare_time);
-    BOOST_REQUIRE(cores[i]->flush());
-    auto f = cores[i]->stage_fence(tx6);
+    BOOST_REQUIRE(core->flush());
+    auto f = core->stage_fence(tx6);
     BOOST_REQUIRE(f);
     BOOST_REQUIRE(f->fenced);
-    BOOST_REQUIRE(cores[i]->flush());
+    BOOST_REQUIRE(core->flush());
   }
   BOOST_REQUIRE(coordinating->commit(tx6, t6)); // its word: committed at t6
-  old->store(false);
-  {
-    caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 2);
-    caf::actor_system sys{cfg};
-    auto board = std::make_shared<safe_board>(2);
-    std::vector<caf::actor> local;
-    for (std::uint32_t i = 0; i < 2; ++i)
-      local.push_back(spawn_partition(sys, std::move(cores[i]), partition_placement::detached(),
-                                      board_slot(board, i)));
-    auto ring = ring_state::create(self, 2, 1);
-    BOOST_REQUIRE(ring);
-    membership_config mc;
-    mc.self = self;
-    mc.root = dir.string();
-    mc.q = 2;
-    mc.request_timeout = std::chrono::milliseconds{20000};
-    mc.incarnation = incarnation;
-    mc.coordinating = coordinating;
-    mc.open_partition = [](std::uint32_t) -> expected<caf::actor> {
-      return make_error(errc::unavailable, "not in this test");
-    };
-    auto routes = std::make_shared<routing>();
-    auto m = spawn_membership(sys, mc, std::move(*ring), local, routes);
-    struct stop_all {
-      std::vector<caf::actor> actors;
-      ~stop_all() {
-        for (auto& a : actors)
-          caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-      }
-    } stop{local};
-    stop.actors.push_back(m);
-    caf::scoped_actor me{sys};
-    std::vector<std::int64_t> values;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (values.empty() && std::chrono::steady_clock::now() < deadline) {
-      std::vector<std::int64_t> got;
-      for (std::uint32_t i = 0; i < 2; ++i) {
-        part_read_req r;
-        r.snapshot = vector_clock{{local_dc, wall_clock_us()}};
-        r.items = {read_item{object_key{"b", "h" + std::to_string(i)}, crdt_type::counter, {}}};
-        me->request(local[i], std::chrono::milliseconds(300), part_read_atom::value,
-                    encode_wire(r))
-          .receive(
-            [&](std::string& bytes) {
-              auto resp = decode_wire<part_read_resp>(bytes);
-              if (resp && !resp->err)
-                for (auto& v : resp->values)
-                  got.push_back(std::get<std::int64_t>(v));
-            },
-            [&](caf::error&) {});
-      }
-      if (got.size() == 2)
-        values = got;
-    }
-    BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
-    BOOST_TEST(values[0] == 0); // aborted at both: no participant took a commit
-    BOOST_TEST(values[1] == 0);
-  }
-  std::filesystem::remove_all(dir);
+  parts.old->store(false);
+  one_node node{parts, self, incarnation, std::chrono::milliseconds{20000}, coordinating};
+  auto values = node.read_once_decided({{"h0"}, {"h1"}});
+  BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
+  BOOST_TEST(values[0] == 0); // aborted at both: no participant took a commit
+  BOOST_TEST(values[1] == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
