@@ -743,6 +743,99 @@ BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a
   }
 }
 
+// The leave of an owner that serves a partition from a copy (one the
+// removal of another node re-created there: replicas/<p>, no
+// partitions/<p>), which a handoff does not carry (docs/CLUSTER.md): the
+// partition's new owner serves it from a copy of its own, already held as
+// one of p's copies or opened and filled when it held none (the rule of
+// the join test above), and every partition ends with 3 current copies.
+// n_val 3 on 5 nodes: node 4 is killed and removed; an owner X of a
+// partition p served from a copy leaves under writes. Which node the leave
+// gives p to is the claim's choice (replayed on the saved ring); the test
+// says whether that node held a copy of p before.
+BOOST_AUTO_TEST_CASE(a_leave_of_an_owner_serving_from_a_copy_keeps_three_copies) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
+    local_cluster cl{"batch"};
+    const auto before_keys = keys_named("before", 48);
+    writes before;
+    start_n_val_3(cl, 5, rng.gen(), before_keys, before);
+
+    const auto dead = id_of(*cl.nodes[4]);
+    cl.nodes[4]->stop(SIGKILL);
+    BOOST_REQUIRE(cl.wait_serving({0, 1, 2, 3}));
+    auto removed = admin_of(cl, 0, "remove", {dead});
+    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+    std::string last;
+    BOOST_TEST_REQUIRE(wait_status(cl, {0, 1, 2, 3}, copies_settled,
+                                   std::chrono::milliseconds{90000}, last),
+                       "status never settled after the removal:\n" << last);
+
+    // An owner that serves a partition from a copy.
+    auto saved = load_ring(cl.dir_of(0));
+    BOOST_REQUIRE(saved && *saved);
+    const ring_state ring = **saved;
+    std::optional<std::pair<std::size_t, std::uint32_t>> pick; // (node, partition)
+    for (std::uint32_t p = 0; p < q && !pick; ++p)
+      for (std::size_t n = 0; n < 4 && !pick; ++n)
+        if (ring.owners().owners[p] == id_of(*cl.nodes[n])
+            && std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
+            && !std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p)))
+          pick.emplace(n, p);
+    BOOST_REQUIRE_MESSAGE(pick, "no owner serves a partition from a copy");
+    const auto [x, p] = *pick;
+    std::vector<std::size_t> stay;
+    for (std::size_t n = 0; n < 4; ++n)
+      if (n != x)
+        stay.push_back(n);
+    auto holds_copy = [&](std::size_t n) {
+      return std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
+             || std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p));
+    };
+    // Who the leave's claim gives p to, replayed on the saved ring, and
+    // whether it holds a copy of p before.
+    ring_state after = ring;
+    BOOST_REQUIRE(after.leave(id_of(*cl.nodes[x])));
+    auto claimant = after.claimant();
+    BOOST_REQUIRE(claimant && after.claim(*claimant));
+    std::optional<std::size_t> heir;
+    for (auto n : stay)
+      if (after.owners().owners[p] == id_of(*cl.nodes[n]))
+        heir = n;
+    BOOST_REQUIRE_MESSAGE(heir, "the replayed leave gives partition " << p << " to no node left");
+    const bool held_before = holds_copy(*heir);
+    BOOST_TEST_MESSAGE("node " << x << " serves partition " << p << " from a copy and leaves; node "
+                       << *heir << " takes it, holding "
+                       << (held_before ? "a copy of it already" : "nothing of it"));
+
+    // It leaves under writes, asked through another node.
+    const auto leaving_keys = keys_named("leaving", 48);
+    writes leaving;
+    std::thread load{write_load, cl.nodes[stay[0]]->port, std::cref(leaving_keys), rng.gen(),
+                     std::size_t{400}, std::ref(leaving)};
+    auto left = admin_of(cl, stay[0], "leave", {id_of(*cl.nodes[x])});
+    const bool exited = wait_gone(*cl.nodes[x], std::chrono::milliseconds{60000});
+    load.join();
+    BOOST_TEST_REQUIRE(left.rfind("ERROR: ", 0) == std::string::npos, left);
+    BOOST_REQUIRE_MESSAGE(exited, "node " << x << " did not stop after leaving");
+    const bool settled = wait_status(cl, stay, copies_settled, std::chrono::milliseconds{90000},
+                                     last);
+    auto now = load_ring(cl.dir_of(stay[0]));
+    BOOST_REQUIRE(now && *now);
+    BOOST_REQUIRE_MESSAGE((**now).owners().owners[p] == id_of(*cl.nodes[*heir]),
+                          "partition " << p << " went to " << (**now).owners().owners[p]
+                                       << ", not to node " << *heir << " as replayed");
+    BOOST_TEST(settled, "status never showed 3 current copies after the leave:\n" << last);
+    BOOST_TEST(holds_copy(*heir), "the new owner of partition " << p << " holds no copy of it");
+    for (auto n : stay)
+      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(n), q) == "", "node " << n);
+    BOOST_TEST(leaving.failures < 4u, leaving.first_failure);
+    expect_values(cl, stay, before_keys, before, true);
+    expect_values(cl, stay, leaving_keys, leaving, false);
+  }
+}
+
 // One copy per node (docs/REPLICATION.md, "One copy per node"): a node
 // that starts with an owner's store of a partition another node owns
 // (`unopened`, as after a crash in the middle of handing it off) opens a
