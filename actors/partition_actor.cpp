@@ -1008,18 +1008,22 @@ caf::result<std::string> serve_abort(partition_self self, std::string& bytes, bo
   return encode_wire(part_ack{});
 }
 
-// A commit this copy's journal holds proves the transaction committed only
-// once it cannot be taken back: applied here, and on w copies (below the
-// time reads wait for, partition_replication::visible_below). Otherwise
-// the error to answer with: the asker asks again.
-std::optional<error> unproven_commit(partition_self self, const tx_id& tx,
-                                     std::uint64_t commit_time) {
+// The answer to p_find or p_fence (recovery of undecided transactions,
+// docs/CLUSTER.md): `out` as it is, except that a commit this copy holds
+// proves the transaction committed only once it cannot be taken back:
+// applied here, and on w copies (below the time reads wait for,
+// partition_replication::visible_below). Otherwise an error: the asker
+// asks again.
+std::string find_answer(partition_self self, const tx_id& tx, const part_find_resp& out) {
   auto& st = self->state;
-  if (!st.core->holds_prepared(tx) && commit_time < st.repl.visible_below())
-    return std::nullopt;
-  return make_error(errc::unavailable, "partition " + std::to_string(st.index)
-                                         + ": the transaction's commit is not yet on "
-                                           "enough copies here; ask again");
+  if (out.commit_time != 0
+      && (st.core->holds_prepared(tx) || out.commit_time >= st.repl.visible_below()))
+    return encode_wire(part_find_resp{
+      make_error(errc::unavailable, "partition " + std::to_string(st.index)
+                                      + ": the transaction's commit is not yet on enough "
+                                        "copies here; ask again"),
+      0, 0});
+  return encode_wire(out);
 }
 
 // The participant fence (docs/RELIABILITY.md, "The participant fence"),
@@ -1042,11 +1046,8 @@ caf::result<std::string> serve_fence(partition_self self, std::string& bytes, bo
   out.aborted = found->aborted;
   out.folded_through = found->folded_through;
   out.fenced = found->fenced;
-  if (out.commit_time != 0)
-    if (auto e = unproven_commit(self, *tx, out.commit_time))
-      return encode_wire(part_find_resp{*e, 0, 0});
   if (!found->fenced)
-    return encode_wire(out);
+    return find_answer(self, *tx, out);
   log(log_level::info, "partition ", st.index, ": ", *tx,
       " fenced (its coordinator is out of reach; recovery decides it)");
   auto rp = self->make_response_promise();
@@ -1239,15 +1240,12 @@ caf::behavior partition_fn(partition_self self,
         return encode_wire(part_find_resp{found.err(), 0, 0});
       part_find_resp out;
       out.folded_through = found->kept_from > 0 ? found->kept_from - 1 : 0;
-      if (found->outcome == tx_outcome::committed) {
-        // Recovery commits other participants on this answer, past their
-        // fences: only a commit that cannot be taken back counts.
-        if (auto e = unproven_commit(self, *tx, found->commit_time))
-          return encode_wire(part_find_resp{*e, 0, 0});
+      if (found->outcome == tx_outcome::committed)
         out.commit_time = found->commit_time;
-      }
       out.aborted = found->outcome == tx_outcome::aborted;
-      return encode_wire(out);
+      // Recovery commits other participants on this answer, past their
+      // fences: only a commit that cannot be taken back counts.
+      return find_answer(self, *tx, out);
     },
     // Prepared transactions older than a bound, for the membership to
     // resolve when their coordinator went silent.

@@ -240,6 +240,39 @@ void start_n_val_3(local_cluster& cl, std::size_t nodes, std::uint64_t seed,
   BOOST_TEST_REQUIRE(w.failures == 0u, w.first_failure);
 }
 
+// Kills the last node of `cl` (kill -9), removes it through node 0 and
+// waits until the others' status is settled (copies_settled); then the
+// partitions each node left serves from a copy (replicas/<p>, no
+// partitions/<p>), as (node, partition) pairs in partition order, and the
+// ring saved after the removal (into `ring`).
+std::vector<std::pair<std::size_t, std::uint32_t>>
+remove_last_node(local_cluster& cl, std::uint32_t q, std::optional<ring_state>& ring) {
+  const std::size_t dead = cl.nodes.size() - 1;
+  std::vector<std::size_t> live;
+  for (std::size_t n = 0; n < dead; ++n)
+    live.push_back(n);
+  const auto dead_id = id_of(*cl.nodes[dead]);
+  cl.nodes[dead]->stop(SIGKILL);
+  BOOST_REQUIRE(cl.wait_serving(live));
+  auto removed = admin_of(cl, 0, "remove", {dead_id});
+  BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+  std::string last;
+  BOOST_TEST_REQUIRE(wait_status(cl, live, copies_settled, std::chrono::milliseconds{90000}, last),
+                     "status never settled after the removal:\n" << last);
+  auto saved = load_ring(cl.dir_of(0));
+  BOOST_REQUIRE(saved && *saved);
+  ring.emplace(**saved);
+  std::vector<std::pair<std::size_t, std::uint32_t>> out;
+  for (std::uint32_t p = 0; p < q; ++p)
+    for (auto n : live)
+      if (ring->owners().owners[p] == id_of(*cl.nodes[n])
+          && std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
+          && !std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p)))
+        out.emplace_back(n, p);
+  BOOST_REQUIRE_MESSAGE(!out.empty(), "no owner serves a partition from a copy");
+  return out;
+}
+
 // Waits (bounded) until the process of `s` has exited by itself; true when
 // it has.
 bool wait_gone(server& s, std::chrono::milliseconds limit) {
@@ -668,29 +701,13 @@ BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a
     writes before;
     start_n_val_3(cl, 4, rng.gen(), before_keys, before);
 
-    const auto dead = id_of(*cl.nodes[3]);
-    cl.nodes[3]->stop(SIGKILL);
-    BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
-    auto removed = admin_of(cl, 0, "remove", {dead});
-    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
-    std::string last;
-    BOOST_TEST_REQUIRE(wait_status(cl, {0, 1, 2}, copies_settled,
-                                   std::chrono::milliseconds{90000}, last),
-                       "status never settled after the removal:\n" << last);
-
-    // The partitions their owners serve from a copy (replicas/<p>, no
-    // partitions/<p>).
-    auto saved = load_ring(cl.dir_of(0));
-    BOOST_REQUIRE(saved && *saved);
-    const ring_state ring = **saved;
+    // Node 3 removed; the partitions their owners serve from a copy.
+    std::optional<ring_state> removed_ring;
     std::set<std::uint32_t> from_copy;
-    for (std::uint32_t p = 0; p < q; ++p)
-      for (std::size_t n = 0; n < 3; ++n)
-        if (ring.owners().owners[p] == id_of(*cl.nodes[n])
-            && std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
-            && !std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p)))
-          from_copy.insert(p);
-    BOOST_REQUIRE_MESSAGE(!from_copy.empty(), "no owner serves a partition from a copy");
+    for (const auto& [n, p] : remove_last_node(cl, q, removed_ring))
+      from_copy.insert(p);
+    const ring_state& ring = *removed_ring;
+    std::string last;
 
     // A cluster port for the new node whose join gives it one of them.
     std::optional<std::uint32_t> taken;
@@ -762,29 +779,11 @@ BOOST_AUTO_TEST_CASE(a_leave_of_an_owner_serving_from_a_copy_keeps_three_copies)
     writes before;
     start_n_val_3(cl, 5, rng.gen(), before_keys, before);
 
-    const auto dead = id_of(*cl.nodes[4]);
-    cl.nodes[4]->stop(SIGKILL);
-    BOOST_REQUIRE(cl.wait_serving({0, 1, 2, 3}));
-    auto removed = admin_of(cl, 0, "remove", {dead});
-    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+    // Node 4 removed; an owner that serves a partition from a copy.
+    std::optional<ring_state> removed_ring;
+    const auto [x, p] = remove_last_node(cl, q, removed_ring).front();
+    const ring_state& ring = *removed_ring;
     std::string last;
-    BOOST_TEST_REQUIRE(wait_status(cl, {0, 1, 2, 3}, copies_settled,
-                                   std::chrono::milliseconds{90000}, last),
-                       "status never settled after the removal:\n" << last);
-
-    // An owner that serves a partition from a copy.
-    auto saved = load_ring(cl.dir_of(0));
-    BOOST_REQUIRE(saved && *saved);
-    const ring_state ring = **saved;
-    std::optional<std::pair<std::size_t, std::uint32_t>> pick; // (node, partition)
-    for (std::uint32_t p = 0; p < q && !pick; ++p)
-      for (std::size_t n = 0; n < 4 && !pick; ++n)
-        if (ring.owners().owners[p] == id_of(*cl.nodes[n])
-            && std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
-            && !std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p)))
-          pick.emplace(n, p);
-    BOOST_REQUIRE_MESSAGE(pick, "no owner serves a partition from a copy");
-    const auto [x, p] = *pick;
     std::vector<std::size_t> stay;
     for (std::size_t n = 0; n < 4; ++n)
       if (n != x)
