@@ -1,5 +1,6 @@
 #include "journal/lmdb_env.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -386,8 +387,7 @@ std::string tail_path(const std::string& dir) { return dir + "/tail.log"; }
 expected<bool> lmdb_env::open_tail(bool create) {
   if (tail_fd_.load() >= 0)
     return true;
-  int fd = ::open(tail_path(path_).c_str(), O_RDWR | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0),
-                  0644);
+  int fd = ::open(tail_path(path_).c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
   if (fd < 0) {
     if (errno == ENOENT && !create)
       return false;
@@ -399,8 +399,42 @@ expected<bool> lmdb_env::open_tail(bool create) {
     ::close(fd);
     return make_lmdb_error(e, "stat the write-ahead tail " + tail_path(path_));
   }
+  // Until the journal has read the file and cut it to its entries
+  // (tail_truncate), appends go after all of it, zeros ahead included.
   tail_size_ = static_cast<std::uint64_t>(st.st_size);
+  tail_file_size_ = tail_size_;
   tail_fd_.store(fd);
+  return true;
+}
+
+// Zeros written ahead of the entries (docs/STORAGE.md, "The write-ahead
+// tail"): an fdatasync of a write into blocks the file already has, below
+// its size, flushes the data alone; one that grows the file also writes
+// the inode (the new size). Measured on this machine's ext4: 44 instead of
+// 75 us of CPU per small write and sync, 4,100 instead of 3,300 a second
+// (docs/PERFORMANCE.md). Real zeros, not fallocate(2): blocks allocated
+// unwritten need their extents converted at the first write, which the
+// sync flushes again.
+bool lmdb_env::preallocate_tail(int fd, std::uint64_t end) {
+  if (end <= tail_file_size_)
+    return true;
+  const std::uint64_t target = (end + tail_prealloc_bytes - 1) / tail_prealloc_bytes
+                               * tail_prealloc_bytes;
+  static const std::string zeros(64 * 1024, '\0');
+  std::uint64_t at = tail_file_size_;
+  while (at < target) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(zeros.size(), target - at));
+    ssize_t w = ::pwrite(fd, zeros.data(), n, static_cast<off_t>(at));
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      // No room for the chunk: give back what it took.
+      (void)::ftruncate(fd, static_cast<off_t>(tail_file_size_));
+      return false;
+    }
+    at += static_cast<std::uint64_t>(w);
+  }
+  tail_file_size_ = target;
   return true;
 }
 
@@ -408,21 +442,27 @@ status lmdb_env::tail_append(std::string_view bytes) {
   if (auto opened = open_tail(true); !opened)
     return opened.err();
   const int fd = tail_fd_.load();
+  (void)preallocate_tail(fd, tail_size_ + bytes.size());
   std::size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                         static_cast<off_t>(tail_size_ + done));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
       int e = n < 0 ? errno : ENOSPC;
-      // Cut what got written, so the file ends on a whole entry again.
-      if (done > 0 && ::ftruncate(fd, static_cast<off_t>(tail_size_)) != 0)
+      // Cut what got written (and the zeros ahead), so the file ends on a
+      // whole entry again.
+      if ((done > 0 || tail_file_size_ > tail_size_)
+          && ::ftruncate(fd, static_cast<off_t>(tail_size_)) != 0)
         return make_lmdb_error(errno, "cut a failed append to the write-ahead tail");
+      tail_file_size_ = tail_size_;
       return make_lmdb_error(e, "append to the write-ahead tail");
     }
     done += static_cast<std::size_t>(n);
   }
   tail_size_ += bytes.size();
+  tail_file_size_ = std::max(tail_file_size_, tail_size_);
   return {};
 }
 
@@ -442,7 +482,7 @@ expected<std::string> lmdb_env::tail_read() {
   if (!*opened)
     return std::string{};
   const int fd = tail_fd_.load();
-  std::string out(tail_size_, '\0');
+  std::string out(tail_file_size_, '\0');
   std::size_t got = 0;
   while (got < out.size()) {
     ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(got));
@@ -468,6 +508,7 @@ status lmdb_env::tail_truncate(std::uint64_t size) {
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0)
     return make_lmdb_error(errno, "cut the write-ahead tail");
   tail_size_ = size;
+  tail_file_size_ = size;
   return {};
 }
 

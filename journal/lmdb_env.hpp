@@ -30,6 +30,9 @@ namespace tally {
 /// 64 partitions x 1 GiB fits easily in a 64-bit address space. A journal
 /// with periodic checkpoints stays far below it (docs/STORAGE.md).
 constexpr std::uint64_t default_map_size = std::uint64_t{1} << 30;
+/// tail.log grows by this many zero bytes at a time, ahead of its entries
+/// (docs/STORAGE.md, "The write-ahead tail": a sync then writes no inode).
+constexpr std::uint64_t tail_prealloc_bytes = std::uint64_t{256} << 10;
 
 struct lmdb_options {
   std::string path;                         // directory; created if missing
@@ -102,6 +105,10 @@ private:
       : env_(env), path_(std::move(path)), map_size_(map_size) {}
 
   expected<bool> open_tail(bool create);
+  // Grows tail.log with zeros to hold `end` bytes, a chunk at a time; false
+  // when there is no room for a chunk (the append then extends the file
+  // by exactly what it writes, as without the zeros).
+  bool preallocate_tail(int fd, std::uint64_t end);
 
   MDB_env* env_;
   const void* map_addr_ = nullptr; // registered with storage_faults
@@ -111,7 +118,12 @@ private:
   // tail.log: -1 until the first append. Read by tail_sync() on a sync
   // thread, hence atomic; never closed before the destructor.
   std::atomic<int> tail_fd_{-1};
-  std::uint64_t tail_size_ = 0; // its length, where a failed write is cut
+  // Where the next entry goes (the end of the appended entries), where a
+  // failed write is cut; and the file's length: tail_size_ plus the zeros
+  // written ahead (tail_prealloc_bytes at a time), so that a sync after an
+  // append rewrites allocated blocks and the file's size stays as it was.
+  std::uint64_t tail_size_ = 0;
+  std::uint64_t tail_file_size_ = 0;
 };
 
 } // namespace tally

@@ -17,6 +17,11 @@ parsed_tail parse_tail(std::string_view bytes) {
   parsed_tail out;
   std::size_t pos = 0;
   while (pos < bytes.size()) {
+    // Zeros to the end: the room the file keeps ahead of its entries
+    // (lmdb_env::preallocate_tail), a clean end. LSNs start at 1, so no
+    // entry begins with eight zero bytes.
+    if (bytes.find_first_not_of('\0', pos) == std::string_view::npos)
+      break;
     const std::size_t left = bytes.size() - pos;
     if (left < 8 + frame_header_size) {
       out.stop_reason = "an entry cut short at byte " + std::to_string(pos);

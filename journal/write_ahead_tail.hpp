@@ -3,8 +3,11 @@
 // tail"): the journal's newest records, written there at append time and
 // moved into LMDB in bulk later. Pure functions: no I/O, any thread.
 //
-//   tail  := entry*
+//   tail  := entry* zero*
 //   entry := lsn:u64be record_frame
+//
+// The zero bytes after the entries are room written ahead
+// (lmdb_env::preallocate_tail); the next entry overwrites them.
 //
 // record_frame is exactly the bytes the journal stores under the LSN in
 // LMDB (codec.hpp: version, length, CRC-32C, payload), so an entry is
@@ -37,7 +40,8 @@ struct parsed_tail {
 };
 
 /// Parses a tail file's bytes up to the first entry that is cut short,
-/// fails its CRC or decoding, or breaks the LSN sequence. Never fails:
+/// fails its CRC or decoding, or breaks the LSN sequence, or up to zeros
+/// that run to the end (a clean end: stop_reason ""). Never fails:
 /// what follows such an entry was never acknowledged (docs/STORAGE.md).
 parsed_tail parse_tail(std::string_view bytes);
 
