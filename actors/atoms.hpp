@@ -66,6 +66,11 @@ namespace tally {
 // Replication between the copies of one partition
 // (actors/partition_replication.hpp, docs/REPLICATION.md).
 using r_append_atom = caf::atom_constant<caf::atom("r_append")>;
+// A copy's answer to a batch: sent back as a message of its own, not as the
+// reply to a request, so that the primary arms no timer per batch
+// (partition_replication::tick gives up on a batch unanswered for
+// link_timeout).
+using r_acked_atom = caf::atom_constant<caf::atom("r_acked")>;
 using r_fetch_atom = caf::atom_constant<caf::atom("r_fetch")>;
 using r_end_atom = caf::atom_constant<caf::atom("r_end")>;
 using r_config_atom = caf::atom_constant<caf::atom("r_config")>;

@@ -1165,6 +1165,14 @@ caf::behavior partition_fn(partition_self self,
   self->state.timers = timers;
   publish(self);
   schedule_first_tick(self);
+  // An error sent as an ordinary message (CAF 0.17 sends one back for a
+  // message the receiver does not understand, as for a replication batch
+  // to a copy of another version or to a test's stand-in) is not this
+  // partition's failure: logged, not CAF's default (stop the actor).
+  self->set_error_handler([self](caf::error& e) {
+    log(log_level::warn, "partition ", self->state.index, ": a peer answered with an error: ",
+        self->system().render(e));
+  });
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
     // The slot is this node's copy of the partition, which may have a

@@ -283,24 +283,32 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
   const copy_term pt = wire_prev_term(core, b.first, prev_known);
   p.in_flight = true;
   p.sent_at = std::chrono::steady_clock::now();
-  const auto epoch = epoch_;
-  const node_id node = p.node;
-  self->request(p.handle, link_timeout, r_append_atom::value, self_node_, encode_batch(b), po, ps,
-                pt.n, pt.by, term_.n, term_.by)
-    .then(
-      [this, self, epoch, node](std::uint64_t end, std::uint8_t status, std::uint64_t pn,
-                                node_id& pby) {
-        if (epoch != epoch_)
-          return;
-        fence_.saw(copy_term{pn, std::move(pby)});
-        on_ack(self, node, end, static_cast<repl_status>(status));
-      },
-      [this, epoch, node](caf::error&) {
-        if (epoch != epoch_)
-          return;
-        if (auto* pl = find_peer(node))
-          pl->in_flight = false; // re-sent on the next tick
-      });
+  p.flight = ++last_flight_;
+  p.flight_epoch = epoch_;
+  // No request(): CAF arms a timer on its clock thread for each request
+  // with a timeout (a wake-up of that thread to arm it, another to cancel
+  // it), two per write with three copies. The copy answers with r_acked;
+  // tick() gives up on a batch unanswered for link_timeout (a dead or
+  // paused node answers nothing, CAF-NOTES.md "Multi-node").
+  self->send(p.handle, r_append_atom::value, self_node_, p.flight, encode_batch(b), po, ps,
+             pt.n, pt.by, term_.n, term_.by);
+}
+
+void partition_replication::on_acked(caf::event_based_actor* self, std::uint64_t flight,
+                                     std::uint64_t end, repl_status status,
+                                     copy_term promised) {
+  // By the batch's number (unique in this copy's life): a replica does not
+  // always know its own node id (self_node_ is set when it leads).
+  peer_link* p = nullptr;
+  for (auto& q : peers_)
+    if (q.flight == flight)
+      p = &q;
+  if (flight == 0 || !p || !p->in_flight || p->flight_epoch != epoch_)
+    return; // the answer to a batch given up on, or of an earlier configuration
+  p->flight = 0;
+  fence_.saw(std::move(promised));
+  const node_id node = p->node;
+  on_ack(self, node, end, status);
 }
 
 void partition_replication::on_ack(caf::event_based_actor* self, const node_id& node,
@@ -360,8 +368,13 @@ void partition_replication::tick(caf::event_based_actor* self, partition_core& c
                             + std::to_string(w_) + " copies in time; its outcome is "
                               "unknown: retry with the same op ids"));
     for (auto& p : peers_) {
-      if (p.in_flight && now - p.sent_at > 2 * link_timeout)
+      // A batch unanswered for link_timeout (its answer, if it comes,
+      // no longer counts), or anything else out for twice that: sent again.
+      if (p.in_flight
+          && now - p.sent_at > (p.flight != 0 ? link_timeout : 2 * link_timeout)) {
         p.in_flight = false;
+        p.flight = 0;
+      }
     }
     pump(self, core);
     if (now - last_read_ < 2 * read_lease && leased_until_ - now < read_lease / 2)
@@ -1136,15 +1149,22 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       configure(self, core_(), static_cast<copy_role>(role), std::move(primary),
                 std::move(peers), std::move(handles), w, filling);
     },
-    [this, self](r_append_atom, node_id& from, std::string& bytes, std::uint64_t prev_o,
-                 std::uint64_t prev_s, std::uint64_t prev_term_n, node_id& prev_term_by,
-                 std::uint64_t term_n, node_id& term_by)
-      -> caf::result<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
-      auto* c = core_();
-      auto answer = [this](std::uint64_t end, repl_status s)
-        -> caf::result<std::uint64_t, std::uint8_t, std::uint64_t, node_id> {
-        return {end, static_cast<std::uint8_t>(s), fence_.promised().n, fence_.promised().by};
+    [this, self](r_acked_atom, std::uint64_t flight, std::uint64_t end,
+                 std::uint8_t status, std::uint64_t promised_n, node_id& promised_by) {
+      on_acked(self, flight, end, static_cast<repl_status>(status),
+               copy_term{promised_n, std::move(promised_by)});
+    },
+    [this, self](r_append_atom, node_id& from, std::uint64_t flight, std::string& bytes,
+                 std::uint64_t prev_o, std::uint64_t prev_s, std::uint64_t prev_term_n,
+                 node_id& prev_term_by, std::uint64_t term_n, node_id& term_by) {
+      // Answered with r_acked to the sender (the primary's partition actor).
+      auto to = caf::actor_cast<caf::actor>(self->current_sender());
+      auto answer = [this, self, to, flight](std::uint64_t end, repl_status s) {
+        if (to)
+          self->send(to, r_acked_atom::value, flight, end,
+                     static_cast<std::uint8_t>(s), fence_.promised().n, fence_.promised().by);
       };
+      auto* c = core_();
       if (!c)
         return answer(0, repl_status::refused);
       const lsn end = c->log_end();
@@ -1197,14 +1217,11 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         // Acknowledged once durable, by a sync on the sync threads: the
         // shard goes on meanwhile (it used to wait for this copy's fsync,
         // every other partition on it with it).
-        auto rp = self->make_response_promise();
         const lsn upto = *applied;
-        needs_sync_(upto, [this, rp, upto](status outcome) mutable {
-          const auto s = outcome ? repl_status::applied : repl_status::refused;
-          rp.deliver(upto, static_cast<std::uint8_t>(s), fence_.promised().n,
-                     fence_.promised().by);
+        needs_sync_(upto, [answer, upto](status outcome) {
+          answer(upto, outcome ? repl_status::applied : repl_status::refused);
         });
-        return rp;
+        return;
       }
       return answer(*applied, repl_status::applied);
     },

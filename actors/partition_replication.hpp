@@ -218,6 +218,11 @@ private:
     caf::actor handle;
     std::optional<seed_state> seed;
     bool in_flight = false;
+    // The batch out (r_append): its number and the configuration it was
+    // sent under (0: none). Its answer (r_acked) counts only if both
+    // still match; tick() gives up on it after link_timeout.
+    std::uint64_t flight = 0;
+    std::uint64_t flight_epoch = 0;
     bool stale = false;     // cannot follow from the log: needs a full copy
     std::chrono::steady_clock::time_point sent_at{};
     // Read leases: until when this copy's last grant holds, as the primary
@@ -236,6 +241,8 @@ private:
                  std::vector<caf::actor> handles, std::uint32_t w, bool filling);
   void pump(caf::event_based_actor* self, partition_core& core);
   void send_to(caf::event_based_actor* self, partition_core& core, peer_link& p);
+  void on_acked(caf::event_based_actor* self, std::uint64_t flight, std::uint64_t end,
+                repl_status status, copy_term promised);
   void on_ack(caf::event_based_actor* self, const node_id& node, std::uint64_t end,
               repl_status status);
   void release(caf::event_based_actor* self);
@@ -300,6 +307,7 @@ private:
   caf::actor membership_;
   std::function<partition_core*()> core_;
   std::uint64_t epoch_ = 0; // bumped per configuration: late answers are dropped
+  std::uint64_t last_flight_ = 0; // numbers the batches sent (peer_link::flight)
   bool pump_scheduled_ = false;
   std::uint64_t promote_round_ = 0; // the epoch whose take-over round is out
   // What the copies that promised the last successful round answered: the

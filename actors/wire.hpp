@@ -30,7 +30,10 @@ namespace tally {
 /// replication/copy_fence.hpp); a prepare names its participants and
 /// coordinator, find answers say "aborted", stale answers carry the
 /// participants, and a coordinator is asked to decide (tx_decide_req/resp).
-constexpr std::uint8_t wire_version = 4;
+/// 4 (stop 30): find answers say "fenced", commits "from recovery".
+/// 5 (stop 31): a replication batch (r_append) carries its number and is
+/// answered by a message of its own (r_acked), not a request's reply.
+constexpr std::uint8_t wire_version = 5;
 
 /// Bytes of `msg`. Defined for part_read_req, part_read_resp,
 /// part_prepare_req, part_time_resp, part_commit_req, part_abort_req,

@@ -849,11 +849,18 @@ BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) 
   const copy_term t0{term_of(0), nodes[0]};
   auto send = [&](const copy_term& prev_term) {
     std::uint8_t out = 255;
-    (*me)->request(copies[1], 1s, r_append_atom::value, nodes[0],
-                   encode_batch(replication_batch{end, {}, std::nullopt}), std::uint64_t{77},
-                   std::uint64_t{1}, prev_term.n, prev_term.by, t0.n, t0.by)
-      .receive([&](std::uint64_t, std::uint8_t status, std::uint64_t, node_id&) { out = status; },
-               [](caf::error&) {});
+    // Answered with r_acked, to the sender, naming the batch's number.
+    const std::uint64_t flight = 1000 + prev_term.n;
+    (*me)->send(copies[1], r_append_atom::value, nodes[0], flight,
+                encode_batch(replication_batch{end, {}, std::nullopt}), std::uint64_t{77},
+                std::uint64_t{1}, prev_term.n, prev_term.by, t0.n, t0.by);
+    (*me)->receive(
+      [&](r_acked_atom, std::uint64_t f, std::uint64_t, std::uint8_t status,
+          std::uint64_t, node_id&) {
+        BOOST_TEST(f == flight);
+        out = status;
+      },
+      caf::after(std::chrono::seconds(5)) >> [] {});
     return out;
   };
   BOOST_TEST(send(t0) == static_cast<std::uint8_t>(repl_status::applied));

@@ -125,9 +125,10 @@ BOOST_AUTO_TEST_CASE(partition_messages_round_trip) {
 // coordinator, a find answer says "aborted", a stale answer carries each
 // transaction's participants, and a coordinator is asked to decide.
 // Version 4: a find answer says "fenced", a commit "from recovery"
-// (docs/RELIABILITY.md, "The participant fence").
+// (docs/RELIABILITY.md, "The participant fence"). Version 5: a replication
+// batch carries its number and is answered by r_acked (no request timer).
 BOOST_AUTO_TEST_CASE(resolution_messages_round_trip) {
-  BOOST_TEST(wire_version == 4);
+  BOOST_TEST(wire_version == 5);
   part_prepare_req p;
   p.tx = tx_id{7, 9};
   p.two_phase = true;
