@@ -71,6 +71,9 @@ using r_append_atom = caf::atom_constant<caf::atom("r_append")>;
 // (partition_replication::tick gives up on a batch unanswered for
 // link_timeout).
 using r_acked_atom = caf::atom_constant<caf::atom("r_acked")>;
+// The primary to a copy that took a batch without syncing it (not one of
+// the w - 1 that sync at once): sync now (a write waits on it).
+using r_sync_atom = caf::atom_constant<caf::atom("r_sync")>;
 using r_fetch_atom = caf::atom_constant<caf::atom("r_fetch")>;
 using r_end_atom = caf::atom_constant<caf::atom("r_end")>;
 using r_config_atom = caf::atom_constant<caf::atom("r_config")>;

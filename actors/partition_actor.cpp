@@ -926,6 +926,10 @@ void on_tick(partition_self self) {
   st.repl.tick(self, *st.core,
                st.timers.read_timeout.count() > 0 ? st.timers.read_timeout
                                                   : std::chrono::milliseconds{10000});
+  // Batches a replica took without syncing them at once (not one of the
+  // w - 1 copies that do): synced by the tick at the latest.
+  if (!st.replica_awaiting_sync.empty())
+    start_sync(self);
   // Decisions kept after a failed batch (a full map) are retried.
   if (st.core->has_staged() && !st.core->stopped())
     schedule_flush(self);
@@ -1128,14 +1132,21 @@ caf::behavior partition_fn(partition_self self,
   // threads the sync runs there (one for every batch applied meanwhile),
   // not on the shard (docs/REPLICATION.md, "Acknowledgement and
   // visibility").
-  self->state.repl.on_needs_sync([self](lsn end, std::function<void(status)> then) {
+  self->state.repl.on_needs_sync([self](lsn end, bool now, std::function<void(status)> then) {
     auto& st = self->state;
     if (!st.core || !st.syncer) {
       then(st.core ? st.core->sync() : status{make_error(errc::unavailable, "closed")});
       return;
     }
     st.replica_awaiting_sync.emplace_back(end, std::move(then));
-    start_sync(self);
+    if (now)
+      start_sync(self);
+    // Else it waits for the next sync: one the primary asks for, the
+    // partition's tick, or one started for another batch meanwhile.
+  });
+  self->state.repl.on_sync_asked([self] {
+    if (!self->state.replica_awaiting_sync.empty())
+      start_sync(self);
   });
   // A replica's prepared set changes with the batches it applies: its slot
   // follows (before this, a copy that had led kept the slot it last

@@ -26,6 +26,12 @@ constexpr std::size_t max_recent_records = 100000;
 constexpr std::size_t seed_chunk_bytes = 1u << 20;
 // How long a copy waits for another's answer.
 constexpr std::chrono::milliseconds link_timeout{3000};
+// How long a write waits for w copies before the copies that took its batch
+// without syncing it are asked to sync (partition_replication::eager): long
+// enough that a loaded eager copy is not doubled by a lazy one (update p99
+// under the cluster bench's load: about 35 ms), short against the 1 s a
+// dead node takes to be noticed.
+constexpr std::chrono::milliseconds lazy_grace{100};
 // How soon a primary sends again to a copy that refused a batch (it is
 // being reconfigured to follow this primary).
 constexpr std::chrono::milliseconds refused_retry{50};
@@ -213,6 +219,7 @@ void partition_replication::pump(caf::event_based_actor* self, partition_core& c
     if (!p.in_flight && progress_->end_of(p.node) != core.log_end())
       send_to(self, core, p);
   }
+  ask_lazy_syncs(self, std::chrono::steady_clock::now());
   // The log stays from the slowest live copy on, so that it can be sent
   // from there (the unacknowledged tail is never folded either).
   core.keep_log_from(keep);
@@ -285,13 +292,42 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
   p.sent_at = std::chrono::steady_clock::now();
   p.flight = ++last_flight_;
   p.flight_epoch = epoch_;
+  p.flight_eager = eager(p);
+  p.sync_asked = false;
   // No request(): CAF arms a timer on its clock thread for each request
   // with a timeout (a wake-up of that thread to arm it, another to cancel
   // it), two per write with three copies. The copy answers with r_acked;
   // tick() gives up on a batch unanswered for link_timeout (a dead or
   // paused node answers nothing, CAF-NOTES.md "Multi-node").
-  self->send(p.handle, r_append_atom::value, self_node_, p.flight, encode_batch(b), po, ps,
-             pt.n, pt.by, term_.n, term_.by);
+  self->send(p.handle, r_append_atom::value, self_node_, p.flight, p.flight_eager,
+             encode_batch(b), po, ps, pt.n, pt.by, term_.n, term_.by);
+}
+
+bool partition_replication::eager(const peer_link& p) const {
+  std::vector<const peer_link*> live;
+  for (const auto& q : peers_)
+    if (q.handle && !q.stale && !q.seed)
+      live.push_back(&q);
+  const std::size_t need = w_ > 0 ? w_ - 1 : 0;
+  if (live.size() <= need)
+    return true;
+  const std::size_t start = index_ % live.size();
+  for (std::size_t k = 0; k < need; ++k)
+    if (live[(start + k) % live.size()] == &p)
+      return true;
+  return false;
+}
+
+void partition_replication::ask_lazy_syncs(caf::event_based_actor* self,
+                                           std::chrono::steady_clock::time_point now) {
+  if (held_.empty() || now - held_.front().since < lazy_grace)
+    return;
+  for (auto& p : peers_) {
+    if (p.in_flight && p.flight != 0 && !p.flight_eager && !p.sync_asked && p.handle) {
+      p.sync_asked = true;
+      self->send(p.handle, r_sync_atom::value);
+    }
+  }
 }
 
 void partition_replication::on_acked(caf::event_based_actor* self, std::uint64_t flight,
@@ -1154,7 +1190,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       on_acked(self, flight, end, static_cast<repl_status>(status),
                copy_term{promised_n, std::move(promised_by)});
     },
-    [this, self](r_append_atom, node_id& from, std::uint64_t flight, std::string& bytes,
+    [this](r_sync_atom) {
+      if (sync_asked_)
+        sync_asked_();
+    },
+    [this, self](r_append_atom, node_id& from, std::uint64_t flight, bool sync_now,
+                 std::string& bytes,
                  std::uint64_t prev_o, std::uint64_t prev_s, std::uint64_t prev_term_n,
                  node_id& prev_term_by, std::uint64_t term_n, node_id& term_by) {
       // Answered with r_acked to the sender (the primary's partition actor).
@@ -1218,7 +1259,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         // shard goes on meanwhile (it used to wait for this copy's fsync,
         // every other partition on it with it).
         const lsn upto = *applied;
-        needs_sync_(upto, [answer, upto](status outcome) {
+        needs_sync_(upto, sync_now, [answer, upto](status outcome) {
           answer(upto, outcome ? repl_status::applied : repl_status::refused);
         });
         return;

@@ -183,10 +183,15 @@ public:
   /// synced on the sync threads (durability batch,
   /// partition_options::sync_elsewhere): `done` runs on the partition's
   /// thread once a sync covers LSNs below `end`, with its outcome; the
-  /// batch is acknowledged to the primary only then. Unset: the batch was
-  /// synced when it was applied.
-  using sync_fn = std::function<void(lsn end, std::function<void(status)> done)>;
+  /// batch is acknowledged to the primary only then. `now`: start a sync
+  /// at once (one of the w - 1 copies whose sync a write waits for); else
+  /// the batch waits for the next sync of this journal, one the primary
+  /// asks for (r_sync, then sync_asked) or the partition's tick.
+  /// Unset: the batch was synced when it was applied.
+  using sync_fn = std::function<void(lsn end, bool now, std::function<void(status)> done)>;
   void on_needs_sync(sync_fn fn) { needs_sync_ = std::move(fn); }
+  /// How a replica starts a sync when its primary asks (r_sync).
+  void on_sync_asked(std::function<void()> fn) { sync_asked_ = std::move(fn); }
 
   /// Answers every held write with `err` (shutdown, handoff, demotion).
   void fail_held(const error& err);
@@ -223,6 +228,10 @@ private:
     // still match; tick() gives up on it after link_timeout.
     std::uint64_t flight = 0;
     std::uint64_t flight_epoch = 0;
+    // Whether that batch was sent to be synced at once (eager()), and
+    // whether the copy was asked to sync it since (ask_lazy_syncs()).
+    bool flight_eager = true;
+    bool sync_asked = false;
     bool stale = false;     // cannot follow from the log: needs a full copy
     std::chrono::steady_clock::time_point sent_at{};
     // Read leases: until when this copy's last grant holds, as the primary
@@ -243,6 +252,15 @@ private:
   void send_to(caf::event_based_actor* self, partition_core& core, peer_link& p);
   void on_acked(caf::event_based_actor* self, std::uint64_t flight, std::uint64_t end,
                 repl_status status, copy_term promised);
+  /// Whether batches to `p` are synced at once: w - 1 live copies are
+  /// (with this one, w durable copies answer a write), chosen by the
+  /// partition's index so that every node takes its share of syncs; the
+  /// others sync when asked or at their tick (docs/REPLICATION.md,
+  /// "Acknowledgement and visibility").
+  bool eager(const peer_link& p) const;
+  /// Asks the copies holding a batch they were not to sync at once to sync
+  /// it, when a write has waited lazy_grace for w copies.
+  void ask_lazy_syncs(caf::event_based_actor* self, std::chrono::steady_clock::time_point now);
   void on_ack(caf::event_based_actor* self, const node_id& node, std::uint64_t end,
               repl_status status);
   void release(caf::event_based_actor* self);
@@ -302,6 +320,7 @@ private:
   std::function<void()> on_needs_flush_;
   reopen_fn reopen_;
   sync_fn needs_sync_;
+  std::function<void()> sync_asked_;
   std::optional<tx_id> last_tx_; // of the record at log_end() - 1, when known
   bool last_tx_known_ = false;
   caf::actor membership_;

@@ -96,6 +96,8 @@ public:
   std::vector<T> take_all() { return take_ready(~lsn{0}); }
   std::size_t size() const noexcept { return items_.size(); }
   bool empty() const noexcept { return items_.empty(); }
+  /// The oldest held item (the queue must not be empty).
+  const T& front() const { return items_.front().second; }
 
 private:
   std::deque<std::pair<lsn, T>> items_;

@@ -27,6 +27,7 @@
 #include "actors/partition_replication.hpp"
 #include "actors/spawn_helper.hpp"
 #include "actors/wire.hpp"
+#include "journal/background_syncer.hpp"
 #include "replication/replication_batch.hpp"
 
 using namespace tally;
@@ -49,6 +50,11 @@ struct copies_fixture {
   std::vector<caf::actor> copies;
   std::unique_ptr<caf::scoped_actor> me;
   std::uint64_t next_tx = 1;
+  // Per copy, for the next spawn_copy: its tick, and sync threads (null:
+  // it syncs on its own thread, at once).
+  std::vector<std::chrono::milliseconds> ticks = std::vector<std::chrono::milliseconds>(8, 50ms);
+  std::vector<std::shared_ptr<background_syncer>> syncers =
+    std::vector<std::shared_ptr<background_syncer>>(8);
 
   explicit copies_fixture(std::size_t n) : w(static_cast<std::uint32_t>(n / 2 + 1)) {
     for (std::size_t i = 1; i <= n; ++i)
@@ -69,16 +75,17 @@ struct copies_fixture {
   // A copy for node i, in folder `name` under the root (empty if new).
   caf::actor spawn_copy(std::size_t i, const std::string& name) {
     partition_timers timers;
-    timers.fbf_tick = 50ms;       // the tick: retries of rounds, held writes
+    timers.fbf_tick = ticks[i];   // the tick: retries of rounds, held writes
     timers.read_timeout = 2000ms; // a write not on 2 copies by then: unknown
     partition_options o;
     o.index = partition_index;
     o.path = (root / name).string();
     o.mode = durability::batch;
+    o.sync_elsewhere = syncers[i] != nullptr;
     auto core = partition_core::open(o);
     BOOST_REQUIRE_MESSAGE(core, (core ? "" : core.err().to_string()));
     return spawn_partition(*sys, std::move(*core), partition_placement::detached(),
-                           board_slot(boards[i], 0), timers, true);
+                           board_slot(boards[i], 0), timers, true, syncers[i]);
   }
 
   // Node i's copy replaced by an empty one (as the membership replaces a
@@ -851,7 +858,7 @@ BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) 
     std::uint8_t out = 255;
     // Answered with r_acked, to the sender, naming the batch's number.
     const std::uint64_t flight = 1000 + prev_term.n;
-    (*me)->send(copies[1], r_append_atom::value, nodes[0], flight,
+    (*me)->send(copies[1], r_append_atom::value, nodes[0], flight, true,
                 encode_batch(replication_batch{end, {}, std::nullopt}), std::uint64_t{77},
                 std::uint64_t{1}, prev_term.n, prev_term.by, t0.n, t0.by);
     (*me)->receive(
@@ -865,6 +872,40 @@ BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) 
   };
   BOOST_TEST(send(t0) == static_cast<std::uint8_t>(repl_status::applied));
   BOOST_TEST(send(copy_term{t0.n + 1, t0.by}) == static_cast<std::uint8_t>(repl_status::diverged));
+}
+
+// With w = 2 of 3 copies, one replica syncs each batch at once and the
+// other takes it without a sync (docs/REPLICATION.md, "Acknowledgement and
+// visibility": w durable copies answer a write, not three). When the one
+// that syncs at once is silent, a write waits lazy_grace (100 ms) and the
+// primary asks the other to sync (r_sync). Here copy 1 is the lazy one
+// (no tick, which would sync it too; its syncs on sync threads: without
+// r_sync the write is never on 2 copies) and the eager one, by the rotation
+// of partition_replication::eager (the second live peer for partition 3),
+// is a stand-in that drops everything.
+BOOST_AUTO_TEST_CASE(a_write_whose_eager_copy_is_silent_asks_the_lazy_one_to_sync) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1));
+  ticks[1] = 0ms; // no tick: nothing but the primary's r_sync syncs its lazy batches
+  syncers[1] = std::make_shared<background_syncer>(1);
+  restart(1);
+  configure(1, copy_role::replica, 0);
+  auto silent = spawn_self_only(*sys, [](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[](caf::exit_msg&) {}};
+  });
+  (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[0], std::vector<node_id>{nodes[1], nodes[2]},
+              std::vector<caf::actor>{copies[1], silent}, w, false);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  const auto t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(acknowledged(0, 2)); // on copies 0 and 1 (3 s at most)
+  const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+  BOOST_TEST(took_ms >= 100, "copy 1 synced the batch at once: it was not the lazy copy");
+  BOOST_TEST(took_ms < 3000);
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }
 
 // Read leases (docs/REPLICATION.md, "Read leases"): a primary that never
