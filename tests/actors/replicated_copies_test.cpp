@@ -908,6 +908,62 @@ BOOST_AUTO_TEST_CASE(a_write_whose_eager_copy_is_silent_asks_the_lazy_one_to_syn
   caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }
 
+// A participant's answer to recovery's question "what became of this
+// transaction?" (p_find) counts a commit only once it cannot be taken
+// back: applied and on w copies (find_answer; docs/RELIABILITY.md, "The
+// participant fence"). A commit durable at the primary alone is "ask
+// again"; a failover could drop it, and recovery would have committed the
+// other participants on it. Here <88,1> is prepared on the three copies,
+// then copy 0's batches go to stand-ins that drop them, so its commit
+// stays on one copy; once its real copies are back it is on 3 and the
+// answer is the commit.
+BOOST_AUTO_TEST_CASE(a_find_answers_ask_again_for_a_commit_not_yet_on_w_copies) {
+  start_with_copy_0_leading();
+  const tx_id tx{88, 1};
+  auto prepared = write(0, tx, 7, true);
+  BOOST_REQUIRE(prepared);
+  BOOST_REQUIRE(!prepared->err);
+  auto silent = spawn_self_only(*sys, [](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[](caf::exit_msg&) {}};
+  });
+  auto lead_with = [&](std::vector<caf::actor> handles) {
+    (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+                nodes[0], std::vector<node_id>{nodes[1], nodes[2]}, std::move(handles), w, false);
+  };
+  lead_with({silent, silent});
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  // Held for w copies, then "outcome unknown": durable and applied here.
+  BOOST_REQUIRE(!commit(0, tx, prepared->time + 1));
+  auto find = [&]() -> std::optional<part_find_resp> {
+    std::optional<part_find_resp> out;
+    (*me)->request(copies[0], 2s, part_find_atom::value, encode_wire(tx))
+      .receive(
+        [&](std::string& bytes) {
+          if (auto r = decode_wire<part_find_resp>(bytes))
+            out = std::move(*r);
+        },
+        [](caf::error&) {});
+    return out;
+  };
+  auto early = find();
+  BOOST_REQUIRE(early);
+  BOOST_TEST(early->commit_time == 0u, "a commit on one copy of three was reported");
+  BOOST_REQUIRE(early->err.has_value());
+  BOOST_TEST(early->err->code() == errc::unavailable);
+  BOOST_TEST(early->err->message().find("ask again") != std::string::npos);
+  lead_with({copies[1], copies[2]});
+  std::optional<part_find_resp> later;
+  for (int n = 0; n < 250 && !(later && later->commit_time != 0); ++n) { // 5 s
+    std::this_thread::sleep_for(20ms);
+    later = find();
+  }
+  BOOST_REQUIRE(later);
+  BOOST_TEST(!later->err.has_value());
+  BOOST_TEST(later->commit_time != 0u);
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
+}
+
 // Read leases (docs/REPLICATION.md, "Read leases"): a primary that never
 // sees its links drop, while its copies were told it is down and another
 // copy took over, must not go on answering reads from its own state. The
