@@ -1259,7 +1259,11 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         // shard goes on meanwhile (it used to wait for this copy's fsync,
         // every other partition on it with it).
         const lsn upto = *applied;
-        needs_sync_(upto, sync_now, [answer, upto](status outcome) {
+        // A copy being filled syncs at once whatever the primary asked:
+        // it counts as current only once its end reaches the primary's
+        // (copy_plan's check_filling), which a copy answering a batch a
+        // tick at a time would not do under load.
+        needs_sync_(upto, sync_now || filling_, [answer, upto](status outcome) {
           answer(upto, outcome ? repl_status::applied : repl_status::refused);
         });
         return;
