@@ -219,6 +219,29 @@ struct copies_fixture {
     return r && !r->err;
   }
 
+  // Recovery's questions about `tx` to copy i: p_find or p_fence
+  // (part_find_atom / part_fence_atom); nullopt: no answer in 3 s.
+  template <class Atom>
+  std::optional<part_find_resp> ask(std::size_t i, Atom kind, const tx_id& tx) {
+    std::optional<part_find_resp> out;
+    (*me)->request(copies[i], 3s, kind, encode_wire(tx))
+      .receive(
+        [&](std::string& bytes) {
+          if (auto r = decode_wire<part_find_resp>(bytes))
+            out = std::move(*r);
+        },
+        [](caf::error&) {});
+    return out;
+  }
+
+  // A stand-in for a copy that answers nothing: it drops every message.
+  caf::actor spawn_silent() {
+    return spawn_self_only(*sys, [](caf::event_based_actor* self) -> caf::behavior {
+      self->set_default_handler(caf::drop);
+      return {[](caf::exit_msg&) {}};
+    });
+  }
+
   bool commit(std::size_t i, const tx_id& tx, std::uint64_t at) {
     bool ok = false;
     (*me)->request(copies[i], 3s, part_commit_atom::value, encode_wire(part_commit_req{tx, at}))
@@ -553,14 +576,7 @@ BOOST_AUTO_TEST_CASE(a_fence_survives_a_failover_of_the_participant) {
   const tx_id tx{88, 1};
   auto prepared = write(0, tx, 3, true);
   BOOST_REQUIRE(prepared && !prepared->err);
-  std::optional<part_find_resp> fenced;
-  (*me)->request(copies[0], 3s, part_fence_atom::value, encode_wire(tx))
-    .receive(
-      [&](std::string& bytes) {
-        if (auto r = decode_wire<part_find_resp>(bytes))
-          fenced = std::move(*r);
-      },
-      [](caf::error&) {});
+  auto fenced = ask(0, part_fence_atom::value, tx);
   BOOST_REQUIRE_MESSAGE(fenced, "no answer to the fence");
   BOOST_REQUIRE_MESSAGE(!fenced->err, fenced->err->to_string());
   BOOST_TEST(fenced->fenced);
@@ -890,10 +906,7 @@ BOOST_AUTO_TEST_CASE(a_write_whose_eager_copy_is_silent_asks_the_lazy_one_to_syn
   syncers[1] = std::make_shared<background_syncer>(1);
   restart(1);
   configure(1, copy_role::replica, 0);
-  auto silent = spawn_self_only(*sys, [](caf::event_based_actor* self) -> caf::behavior {
-    self->set_default_handler(caf::drop);
-    return {[](caf::exit_msg&) {}};
-  });
+  auto silent = spawn_silent();
   (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
               nodes[0], std::vector<node_id>{nodes[1], nodes[2]},
               std::vector<caf::actor>{copies[1], silent}, w, false);
@@ -923,10 +936,7 @@ BOOST_AUTO_TEST_CASE(a_find_answers_ask_again_for_a_commit_not_yet_on_w_copies) 
   auto prepared = write(0, tx, 7, true);
   BOOST_REQUIRE(prepared);
   BOOST_REQUIRE(!prepared->err);
-  auto silent = spawn_self_only(*sys, [](caf::event_based_actor* self) -> caf::behavior {
-    self->set_default_handler(caf::drop);
-    return {[](caf::exit_msg&) {}};
-  });
+  auto silent = spawn_silent();
   auto lead_with = [&](std::vector<caf::actor> handles) {
     (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
                 nodes[0], std::vector<node_id>{nodes[1], nodes[2]}, std::move(handles), w, false);
@@ -935,17 +945,7 @@ BOOST_AUTO_TEST_CASE(a_find_answers_ask_again_for_a_commit_not_yet_on_w_copies) 
   BOOST_REQUIRE(wait_role(0, "primary"));
   // Held for w copies, then "outcome unknown": durable and applied here.
   BOOST_REQUIRE(!commit(0, tx, prepared->time + 1));
-  auto find = [&]() -> std::optional<part_find_resp> {
-    std::optional<part_find_resp> out;
-    (*me)->request(copies[0], 2s, part_find_atom::value, encode_wire(tx))
-      .receive(
-        [&](std::string& bytes) {
-          if (auto r = decode_wire<part_find_resp>(bytes))
-            out = std::move(*r);
-        },
-        [](caf::error&) {});
-    return out;
-  };
+  auto find = [&] { return ask(0, part_find_atom::value, tx); };
   auto early = find();
   BOOST_REQUIRE(early);
   BOOST_TEST(early->commit_time == 0u, "a commit on one copy of three was reported");
