@@ -412,7 +412,7 @@ expected<bool> lmdb_env::open_tail(bool create) {
 // its size, flushes the data alone; one that grows the file also writes
 // the inode (the new size). Measured on this machine's ext4: 44 instead of
 // 75 us of CPU per small write and sync, 4,100 instead of 3,300 a second
-// (docs/PERFORMANCE.md). Real zeros, not fallocate(2): blocks allocated
+// (docs/STORAGE.md). Real zeros, not fallocate(2): blocks allocated
 // unwritten need their extents converted at the first write, which the
 // sync flushes again.
 bool lmdb_env::preallocate_tail(int fd, std::uint64_t end) {
