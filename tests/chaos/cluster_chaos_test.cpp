@@ -33,6 +33,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "ring/partition.hpp"
 #include "tests/chaos/chaos_cluster.hpp"
 #include "tests/support/seeded_rng.hpp"
@@ -129,7 +131,7 @@ std::string dump_history(const session_log& all, const std::vector<fault_record>
                          std::uint64_t t0, std::uint64_t seed, std::size_t nodes) {
   auto path = (std::filesystem::temp_directory_path()
                / ("tally-chaos-" + std::to_string(nodes) + "-nodes-" + std::to_string(seed)
-                  + ".history"))
+                  + "-pid" + std::to_string(::getpid()) + ".history"))
                 .string();
   std::ofstream out{path};
   out << "TALLY_TEST_SEED=" << seed << ", " << nodes << " nodes\n";
@@ -183,8 +185,11 @@ void run_cluster_chaos(const run_options& o) {
   TALLY_SEED_CONTEXT(rng) {
     const char* level = std::getenv("TALLY_CHAOS_LOG_LEVEL");
     chaos_cluster cl{o.nodes, o.tls, {}, level ? level : "info"};
-    const auto run_name =
-      "tally-chaos-" + std::to_string(o.nodes) + "-nodes-" + std::to_string(rng.seed);
+    // The seed names the run; the process id keeps a rerun of the same
+    // seed from overwriting a failed run's kept logs (it did in stop 31:
+    // docs/RELIABILITY.md, "An open finding of stop 31").
+    const auto run_name = "tally-chaos-" + std::to_string(o.nodes) + "-nodes-"
+                          + std::to_string(rng.seed) + "-pid" + std::to_string(::getpid());
     std::string why;
     bool started = cl.start(why);
     if (started && !why.empty())
