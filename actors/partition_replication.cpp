@@ -304,18 +304,23 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
 }
 
 bool partition_replication::eager(const peer_link& p) const {
-  std::vector<const peer_link*> live;
-  for (const auto& q : peers_)
-    if (q.handle && !q.stale && !q.seed)
-      live.push_back(&q);
+  // p's place among the live peers, and their number (no allocation: this
+  // runs for every batch sent).
+  auto live = [](const peer_link& q) { return q.handle && !q.stale && !q.seed; };
+  std::size_t count = 0, place = 0;
+  for (const auto& q : peers_) {
+    if (&q == &p)
+      place = count;
+    if (live(q))
+      ++count;
+  }
   const std::size_t need = w_ > 0 ? w_ - 1 : 0;
-  if (live.size() <= need)
+  if (count <= need)
     return true;
-  const std::size_t start = index_ % live.size();
-  for (std::size_t k = 0; k < need; ++k)
-    if (live[(start + k) % live.size()] == &p)
-      return true;
-  return false;
+  if (!live(p))
+    return false;
+  // The w - 1 live peers from the partition's index on, wrapping around.
+  return (place + count - index_ % count) % count < need;
 }
 
 void partition_replication::ask_lazy_syncs(caf::event_based_actor* self,
