@@ -329,6 +329,30 @@ std::string two_copies_of_one_partition(const std::string& dir, std::uint32_t q)
   return out;
 }
 
+// Whether node n holds a copy of partition p: an owner's store
+// (partitions/<p>) or a replica copy (replicas/<p>).
+bool holds_copy(local_cluster& cl, std::size_t n, std::uint32_t p) {
+  return std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p))
+         || std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p));
+}
+
+// After a membership change under writes: no node of `nodes` holds two
+// copies of one partition, the writes during the change mostly succeeded,
+// and every acknowledged write before and during it reads back through
+// every node of `nodes`.
+void expect_one_copy_each_and_every_write(local_cluster& cl, const std::vector<std::size_t>& nodes,
+                                          std::uint32_t q,
+                                          const std::vector<object_key>& before_keys,
+                                          const writes& before,
+                                          const std::vector<object_key>& during_keys,
+                                          const writes& during) {
+  for (auto n : nodes)
+    BOOST_TEST(two_copies_of_one_partition(cl.dir_of(n), q) == "", "node " << n);
+  BOOST_TEST(during.failures < 4u, during.first_failure);
+  expect_values(cl, nodes, before_keys, before, true);
+  expect_values(cl, nodes, during_keys, during, false);
+}
+
 // How many folders <dir>/stale holds (copies set aside).
 std::size_t stale_folders(const std::string& dir) {
   std::error_code ec;
@@ -748,15 +772,9 @@ BOOST_AUTO_TEST_CASE(a_join_that_takes_a_partition_served_from_a_copy_gives_it_a
                           "partition " << p << " went to " << (**now).owners().owners[p]
                                        << ", not to the new node as replayed");
     BOOST_TEST(settled, "status never showed 3 current copies after the join:\n" << last);
-    const auto store = cl.dir_of(m) + "/partitions/" + std::to_string(p);
-    const auto copy = cl.dir_of(m) + "/replicas/" + std::to_string(p);
-    BOOST_TEST((std::filesystem::exists(store) || std::filesystem::exists(copy)),
-               "the new owner of partition " << p << " holds no copy of it");
-    for (std::size_t i : {0u, 1u, 2u, 4u})
-      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(i), q) == "", "node " << i);
-    BOOST_TEST(joining.failures < 4u, joining.first_failure);
-    expect_values(cl, {0, 1, 2, m}, before_keys, before, true);
-    expect_values(cl, {0, 1, 2, m}, joining_keys, joining, false);
+    BOOST_TEST(holds_copy(cl, m, p), "the new owner of partition " << p << " holds no copy of it");
+    expect_one_copy_each_and_every_write(cl, {0, 1, 2, m}, q, before_keys, before, joining_keys,
+                                         joining);
   }
 }
 
@@ -788,10 +806,6 @@ BOOST_AUTO_TEST_CASE(a_leave_of_an_owner_serving_from_a_copy_keeps_three_copies)
     for (std::size_t n = 0; n < 4; ++n)
       if (n != x)
         stay.push_back(n);
-    auto holds_copy = [&](std::size_t n) {
-      return std::filesystem::exists(cl.dir_of(n) + "/replicas/" + std::to_string(p))
-             || std::filesystem::exists(cl.dir_of(n) + "/partitions/" + std::to_string(p));
-    };
     // Who the leave's claim gives p to, replayed on the saved ring, and
     // whether it holds a copy of p before.
     ring_state after = ring;
@@ -803,7 +817,7 @@ BOOST_AUTO_TEST_CASE(a_leave_of_an_owner_serving_from_a_copy_keeps_three_copies)
       if (after.owners().owners[p] == id_of(*cl.nodes[n]))
         heir = n;
     BOOST_REQUIRE_MESSAGE(heir, "the replayed leave gives partition " << p << " to no node left");
-    const bool held_before = holds_copy(*heir);
+    const bool held_before = holds_copy(cl, *heir, p);
     BOOST_TEST_MESSAGE("node " << x << " serves partition " << p << " from a copy and leaves; node "
                        << *heir << " takes it, holding "
                        << (held_before ? "a copy of it already" : "nothing of it"));
@@ -826,12 +840,9 @@ BOOST_AUTO_TEST_CASE(a_leave_of_an_owner_serving_from_a_copy_keeps_three_copies)
                           "partition " << p << " went to " << (**now).owners().owners[p]
                                        << ", not to node " << *heir << " as replayed");
     BOOST_TEST(settled, "status never showed 3 current copies after the leave:\n" << last);
-    BOOST_TEST(holds_copy(*heir), "the new owner of partition " << p << " holds no copy of it");
-    for (auto n : stay)
-      BOOST_TEST(two_copies_of_one_partition(cl.dir_of(n), q) == "", "node " << n);
-    BOOST_TEST(leaving.failures < 4u, leaving.first_failure);
-    expect_values(cl, stay, before_keys, before, true);
-    expect_values(cl, stay, leaving_keys, leaving, false);
+    BOOST_TEST(holds_copy(cl, *heir, p),
+               "the new owner of partition " << p << " holds no copy of it");
+    expect_one_copy_each_and_every_write(cl, stay, q, before_keys, before, leaving_keys, leaving);
   }
 }
 
