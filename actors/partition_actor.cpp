@@ -115,6 +115,14 @@ enum class partition_mode {
   forwarding, // handed off: every request goes to `target`
 };
 
+// A request a replica passed on to its primary (divert), until the answer
+// comes back or the primary it went to is no longer this copy's.
+struct forwarded_request {
+  caf::atom_value kind;
+  caf::response_promise rp;
+  caf::actor to;
+};
+
 struct partition_state {
   std::unique_ptr<partition_core> core;
   std::uint32_t index = 0;
@@ -132,6 +140,9 @@ struct partition_state {
   // refused once stale or after the read timeout (docs/REPLICATION.md,
   // "Failover").
   std::vector<deferred_request> awaiting_leader;
+  // Requests passed on to the primary, by number (fail_forwarded).
+  std::map<std::uint64_t, forwarded_request> forwarded;
+  std::uint64_t last_forwarded = 0;
   caf::response_promise drained; // answered when the journal is closed
   caf::actor target;             // mode forwarding
   std::chrono::milliseconds defer_limit{10000};
@@ -604,6 +615,36 @@ void forward_deferred(partition_self self) {
 // primary it can reach, where they are served or passed on to it (divert);
 // refused once the copy has gone stale; and otherwise kept, with the time
 // they came, until expire_awaiting_leader.
+// Requests passed on to a primary this copy no longer follows (its role or
+// configuration changed: another primary, this copy leads, the primary's
+// node is seen down) are answered now: that primary may never answer (a
+// killed node's actor drops them), and waiting out the request's bound held
+// a two-phase commit's op ids prepared on its other partitions, so that the
+// client's retries with the same ids waited behind it (a write through a
+// survivor of a kill -9 failed for 3 s in a CI run of stop 31). Whether
+// the old primary applied it is unknown: the client retries with the same
+// op ids, which exactly-once makes safe.
+void fail_forwarded(partition_self self) {
+  auto& st = self->state;
+  if (st.forwarded.empty())
+    return;
+  const auto now_primary = st.repl.primary_handle();
+  for (auto f = st.forwarded.begin(); f != st.forwarded.end();) {
+    if (f->second.to == now_primary) {
+      ++f;
+      continue;
+    }
+    f->second.rp.deliver(error_reply_bytes(
+      f->second.kind,
+      make_error(errc::unavailable,
+                 "partition " + std::to_string(st.index)
+                   + ": the request was passed on to a primary this copy no longer follows; "
+                     "if this was a write, its outcome is unknown: retry with the same op "
+                     "ids")));
+    f = st.forwarded.erase(f);
+  }
+}
+
 void release_awaiting_leader(partition_self self) {
   auto& st = self->state;
   if (st.awaiting_leader.empty() || st.repl.awaits_leader() || st.repl.awaits_primary_link())
@@ -667,21 +708,38 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
     // served instead of refused. The answer comes back through here,
     // bounded as a held request is (a paused primary answers nothing);
     // a timer per request, but only on this path of a route behind.
+    // A copy that stops following that primary (reconfigured, its node
+    // seen down) answers at once instead (fail_forwarded): a message to a
+    // dead node's actor is lost without a word (CAF-NOTES.md, "Multi-node").
     if (may_forward)
       if (auto primary = st.repl.primary_handle()) {
         const auto bound = st.timers.read_timeout.count() > 0 ? st.timers.read_timeout
                                                               : std::chrono::milliseconds{2000};
+        const auto id = ++st.last_forwarded;
+        st.forwarded.emplace(id, forwarded_request{kind, rp, primary});
         self->request(primary, bound, part_fwd_atom::value, kind, std::move(bytes))
-          .then([rp](std::string& reply) mutable { rp.deliver(std::move(reply)); },
-                [self, rp, kind](caf::error& e) mutable {
-                  rp.deliver(error_reply_bytes(
-                    kind, make_error(errc::unavailable,
-                                     "partition " + std::to_string(self->state.index)
-                                       + ": this copy is a replica and its primary did not "
-                                         "answer (" + self->system().render(e)
-                                       + "); if this was a write, its outcome is unknown: "
-                                         "retry with the same op ids")));
-                });
+          .then(
+            [self, id](std::string& reply) {
+              auto f = self->state.forwarded.find(id);
+              if (f == self->state.forwarded.end())
+                return; // answered already (fail_forwarded)
+              f->second.rp.deliver(std::move(reply));
+              self->state.forwarded.erase(f);
+            },
+            [self, id](caf::error& e) {
+              auto f = self->state.forwarded.find(id);
+              if (f == self->state.forwarded.end())
+                return;
+              f->second.rp.deliver(error_reply_bytes(
+                f->second.kind,
+                make_error(errc::unavailable,
+                           "partition " + std::to_string(self->state.index)
+                             + ": this copy is a replica and its primary did not "
+                               "answer (" + self->system().render(e)
+                             + "); if this was a write, its outcome is unknown: "
+                               "retry with the same op ids")));
+              self->state.forwarded.erase(f);
+            });
         return rp;
       }
     rp.deliver(error_reply_bytes(kind, st.repl.refusal(st.index)));
@@ -1157,7 +1215,10 @@ caf::behavior partition_fn(partition_self self,
       publish(self);
   });
   self->state.repl.on_stopped_serving([self] { refuse_waiting(self); });
-  self->state.repl.on_role_changed([self] { release_awaiting_leader(self); });
+  self->state.repl.on_role_changed([self] {
+    fail_forwarded(self);
+    release_awaiting_leader(self);
+  });
   // At once, not on a later message: a copy asked to step down before its
   // flush would journal its term record as a replica (its journal then
   // diverges from the new primary's, and a replica stages nothing).

@@ -146,9 +146,11 @@ public:
   /// must flush now, before any other message (the term record a new
   /// primary writes first).
   void on_needs_flush(std::function<void()> fn) { on_needs_flush_ = std::move(fn); }
-  /// Called after every change of role (set_role): the partition serves,
-  /// or refuses, the requests it held while no copy it knew of led
-  /// (`awaits_leader`).
+  /// Called after every change of role (set_role, which every change of
+  /// configuration runs) and of the primary a replica follows: the
+  /// partition serves, or refuses, the requests it held while no copy it
+  /// knew of led (`awaits_leader`), and answers those it passed on to a
+  /// primary it no longer follows.
   void on_role_changed(std::function<void()> fn) { on_role_changed_ = std::move(fn); }
   /// Whether a request this copy cannot serve may soon be served here or
   /// routed right: the copy is in a take-over round, or a replica that

@@ -1044,4 +1044,72 @@ BOOST_AUTO_TEST_CASE(a_retired_copy_takes_no_batch_promises_no_round_and_is_chec
   BOOST_TEST(read(0).value_or(-1) == 111);
 }
 
+// A replica passes a request on to its primary (divert). If that primary
+// is on a node that is killed, the message is lost without a word; the
+// replica used to answer only when the request's bound ran out (the
+// node's request timeout, 10 s). In a CI run of stop 31 this held a
+// two-phase commit's prepare, and the client's retries with the same op
+// ids waited behind its other prepares: a write through a survivor failed
+// for 3 s. Now the replica answers such requests as soon as it no longer
+// follows that primary (its membership reconfigures it when the node is
+// seen down). Here copy 1 follows a stand-in for copy 0 that answers
+// nothing; a two-phase prepare sent to it gets no answer; once copy 1 is
+// told to follow the real copy 0, the prepare is answered at once,
+// "outcome unknown: retry with the same op ids", and the retry commits.
+BOOST_FIXTURE_TEST_CASE(a_request_passed_on_to_a_primary_no_longer_followed_is_answered_at_once,
+                        three_copies) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1));
+  // Not spawn_silent(): a dropped request is answered with an error by CAF;
+  // a killed node's actor answers nothing. Skipped messages stay unread.
+  auto silent = spawn_self_only(*sys, [](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::skip);
+    return {[](caf::exit_msg&) {}};
+  });
+  auto follow = [&](const caf::actor& primary) {
+    (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
+                nodes[0], std::vector<node_id>{nodes[0], nodes[2]},
+                std::vector<caf::actor>{primary, copies[2]}, w, false);
+  };
+  follow(silent);
+  BOOST_REQUIRE(wait_role(1, "replica"));
+  part_prepare_req req;
+  req.tx = tx_id{77, next_tx++};
+  req.updates = {tx_update{the_key, crdt_type::counter, counter_effect{5}, std::nullopt}};
+  req.two_phase = true;
+  caf::scoped_actor client{*sys};
+  client->send(copies[1], part_prepare_atom::value, encode_wire(req));
+  auto answer = [&](std::chrono::milliseconds limit) {
+    std::optional<part_time_resp> got;
+    client->receive(
+      [&](std::string& bytes) {
+        if (auto r = decode_wire<part_time_resp>(bytes))
+          got = std::move(*r);
+      },
+      caf::after(limit) >> [] {});
+    return got;
+  };
+  {
+    auto early = answer(200ms); // passed on to the stand-in, which drops it
+    BOOST_TEST(!early.has_value(),
+               "answered before: " << (early && early->err ? early->err->to_string() : "ok"));
+  }
+  const auto told = std::chrono::steady_clock::now();
+  follow(copies[0]);
+  auto got = answer(500ms); // the bound of a pass-on here is 2 s
+  const auto ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - told)
+      .count();
+  BOOST_REQUIRE_MESSAGE(got.has_value(), "no answer within 500 ms of the reconfiguration");
+  BOOST_TEST_MESSAGE("answered " << ms << " ms after the reconfiguration: "
+                                 << (got->err ? got->err->to_string() : "ok"));
+  BOOST_REQUIRE(got->err.has_value());
+  BOOST_TEST(got->err->code() == errc::unavailable);
+  BOOST_TEST(got->err->message().find("retry with the same op ids") != std::string::npos);
+  // Passed on to the real primary now: the retry is served.
+  BOOST_TEST(acknowledged(1, 6));
+  BOOST_TEST(read_once_served(0).value_or(-1) == 7);
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
