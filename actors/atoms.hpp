@@ -36,6 +36,10 @@ using p_reply_atom = caf::atom_constant<caf::atom("p_reply")>;
 // Membership (actors/membership.hpp).
 using join_atom = caf::atom_constant<caf::atom("m_join")>;
 using gossip_atom = caf::atom_constant<caf::atom("m_gossip")>;
+// (m_gask) one way: the sender has heard no gossip from this node for a
+// while; it is answered with this node's gossip (actors/membership.cpp,
+// `ask_silent_peers`).
+using gossip_ask_atom = caf::atom_constant<caf::atom("m_gask")>;
 using tick_atom = caf::atom_constant<caf::atom("m_tick")>;
 using status_atom = caf::atom_constant<caf::atom("m_status")>;
 using leave_atom = caf::atom_constant<caf::atom("m_leave")>;

@@ -179,6 +179,8 @@ namespace {
 // ---- the membership actor ------------------------------------------------------
 
 constexpr std::chrono::milliseconds gossip_period{1000};
+// How long a peer counted up may send no gossip before it is asked for it.
+constexpr std::chrono::milliseconds silent_peer_after{3 * gossip_period};
 constexpr std::chrono::milliseconds connect_timeout{3000};
 constexpr std::chrono::milliseconds handoff_timeout{30000};
 constexpr std::chrono::seconds forwarder_lifetime{30};
@@ -435,12 +437,18 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
   pe.incarnation = incarnation;
   pe.up = true;
   pe.connecting = false;
+  pe.heard_at = std::chrono::steady_clock::now();
+  if (pe.silence_logged) {
+    pe.silence_logged = false;
+    log(log_level::info, "peer ", id, " is heard from again");
+  }
   parts.resize(st.cfg.q);
   pe.parts = std::move(parts);
   copies.resize(st.cfg.q);
   pe.copies = std::move(copies);
-  pe.stale.clear();
-  pe.filling.clear();
+  std::set<std::uint32_t> was_stale, was_filling;
+  was_stale.swap(pe.stale);
+  was_filling.swap(pe.filling);
   pe.served_when_down.clear();
   std::istringstream in{stale};
   for (std::string item; std::getline(in, item, ',');) {
@@ -455,8 +463,37 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
     if (!item.empty() && *end == '\0' && v < st.cfg.q)
       pe.stale.insert(static_cast<std::uint32_t>(v));
   }
+  // Every change of what this node believes of a peer's copies is logged:
+  // the copy plan rests on it, and two nodes whose beliefs differ name
+  // different primaries (docs/RELIABILITY.md, "An open finding of stop 31").
+  if (pe.stale != was_stale || pe.filling != was_filling)
+    log(log_level::info, "peer ", id, ": its stale copies ", ranges({pe.stale.begin(), pe.stale.end()}),
+        " (were ", ranges({was_stale.begin(), was_stale.end()}), "), its copies being filled ",
+        ranges({pe.filling.begin(), pe.filling.end()}), " (were ", ranges({was_filling.begin(), was_filling.end()}), ")");
   if (fresh)
     send_gossip(self, pe.membership);
+}
+
+// A peer counted up whose gossip has not arrived for silent_peer_after
+// (it gossips every second to the peers it counts up): what this node
+// believes of its copies may be old, and the copy plan rests on it. It is
+// asked for its gossip (m_gask) at every tick until it answers, and the
+// silence is logged once. (A peer that counts this node down sends it no
+// periodic gossip; one whose messages do not arrive cannot answer either,
+// and the log says so.)
+void ask_silent_peers(mem_self self) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [id, pe] : self->state.peers) {
+    if (!pe.up || !pe.membership || now - pe.heard_at < silent_peer_after)
+      continue;
+    if (!pe.silence_logged) {
+      pe.silence_logged = true;
+      log(log_level::warn, "peer ", id, " is counted up but sent no gossip for ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - pe.heard_at).count(),
+          " ms: asking it for its state");
+    }
+    self->send(pe.membership, gossip_ask_atom::value);
+  }
 }
 
 // Connects through a short-lived scheduled actor that knows the membership
@@ -1019,9 +1056,14 @@ caf::behavior membership_fn(mem_self self, std::shared_ptr<membership_config> cf
       resolve_all(self);
       expire_forwarders(self);
       gossip_all(self);
+      ask_silent_peers(self);
       self->delayed_send(self, gossip_period, tick_atom::value);
     },
     [self](resolve_tick_atom) { resolve_tick(self); },
+    [self](gossip_ask_atom) {
+      if (auto asker = caf::actor_cast<caf::actor>(self->current_sender()))
+        send_gossip(self, asker);
+    },
     [self](connected_atom, node_id& id, caf::actor& h) {
       self->state.peers[id].connecting = false;
       if (h)

@@ -15,6 +15,8 @@
 //                          every second and
 //                          on every change; a new or restarted peer is
 //                          answered with this node's own gossip
+//                         (m_gask) one way: asked of a peer counted up that
+//                          sent no gossip for 3 s; answered with gossip
 //                         (m_txdec, tx_decide_req bytes) -> tx_decide_resp
 //                          bytes: how a two-phase commit this node
 //                          coordinates ended (coordinated_txs::decide)

@@ -41,6 +41,10 @@ struct peer {
   // part in around then may have lost messages (force_decision in
   // actors/undecided_resolution.cpp).
   std::uint64_t down_at_us = 0;
+  // When its last gossip arrived, and whether its silence since was
+  // logged (`ask_silent_peers`).
+  std::chrono::steady_clock::time_point heard_at{};
+  bool silence_logged = false;
   bool up = false;
   bool connecting = false;
 };

@@ -93,6 +93,7 @@ public:
   }
 
   const caf::actor& partition(std::uint32_t i) const { return local_.at(i); }
+  const caf::actor& membership() const { return membership_; }
   caf::actor_system& system() { return *sys_; }
 
   // The counters `keys[i]` of partition i read at a snapshot of now, once
@@ -289,6 +290,62 @@ BOOST_AUTO_TEST_CASE(a_coordinators_word_refused_behind_a_fence_gives_way_to_a_f
   BOOST_REQUIRE_MESSAGE(values.size() == 2u, "still undecided after 20 s");
   BOOST_TEST(values[0] == 0); // aborted at both: no participant took a commit
   BOOST_TEST(values[1] == 0);
+}
+
+// The open finding of stop 31 (docs/RELIABILITY.md): a node planned from
+// a peer's copy states it had not heard for a minute. A peer counted up
+// whose gossip stops arriving is now asked for it (m_gask) at every tick
+// once it has been silent for 3 s. The "peer" here is a scoped actor that
+// gossips once (the node's own ring, so nothing else changes) and then
+// stays silent: it is answered with the node's gossip at once, and asked
+// for its own within the 3 s and two ticks; the node never asks while the
+// peer keeps gossiping (the first second after its gossip).
+BOOST_AUTO_TEST_CASE(a_peer_counted_up_but_silent_is_asked_for_its_gossip) {
+  two_partitions parts{wall_clock_us()};
+  parts.old->store(false);
+  const node_id self = "tally@127.0.0.1:1";
+  one_node node{parts, self, 1, std::chrono::milliseconds{1000}};
+  caf::scoped_actor peer{node.system()};
+  auto ring = ring_state::create(self, 2, 1);
+  BOOST_REQUIRE(ring);
+  const auto gossiped = std::chrono::steady_clock::now();
+  peer->send(node.membership(), gossip_atom::value, ring->encode(),
+             node_id{"tally@127.0.0.1:2"}, std::uint64_t{99}, caf::actor{peer},
+             std::vector<caf::actor>{}, std::vector<caf::actor>{}, std::string{});
+  bool answered = false, asked = false;
+  std::chrono::milliseconds asked_after{0};
+  // Bounded: 10 s of messages at most.
+  while (!asked && std::chrono::steady_clock::now() - gossiped < std::chrono::seconds(10)) {
+    peer->receive(
+      [&](gossip_atom, std::string&, node_id& from, std::uint64_t, caf::actor&,
+          std::vector<caf::actor>&, std::vector<caf::actor>&, std::string&) {
+        BOOST_TEST(from == self);
+        answered = true;
+      },
+      [&](gossip_ask_atom) {
+        asked = true;
+        asked_after = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - gossiped);
+      },
+      caf::after(std::chrono::milliseconds(200)) >> [] {});
+  }
+  BOOST_TEST(answered); // a new peer is answered with gossip
+  BOOST_REQUIRE_MESSAGE(asked, "the silent peer was not asked for its gossip within 10 s");
+  BOOST_TEST_MESSAGE("asked after " << asked_after.count() << " ms of silence");
+  BOOST_TEST(asked_after.count() >= 3000); // not before the bound
+  // It answers with gossip, and the node stops asking: no question in the
+  // next two ticks after the answer.
+  peer->send(node.membership(), gossip_atom::value, ring->encode(),
+             node_id{"tally@127.0.0.1:2"}, std::uint64_t{99}, caf::actor{peer},
+             std::vector<caf::actor>{}, std::vector<caf::actor>{}, std::string{});
+  bool asked_again = false;
+  const auto answered_at = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - answered_at < std::chrono::milliseconds(2200))
+    peer->receive([&](gossip_ask_atom) { asked_again = true; },
+                  [&](gossip_atom, std::string&, node_id&, std::uint64_t, caf::actor&,
+                      std::vector<caf::actor>&, std::vector<caf::actor>&, std::string&) {},
+                  caf::after(std::chrono::milliseconds(200)) >> [] {});
+  BOOST_TEST(!asked_again);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
