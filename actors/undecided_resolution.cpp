@@ -14,6 +14,7 @@
 #include "actors/atoms.hpp"
 #include "actors/wire.hpp"
 #include "common/log.hpp"
+#include "replication/placement.hpp"
 
 namespace tally {
 
@@ -89,40 +90,36 @@ bool coordinator_gone(mem_self self, const undecided_tx& u) {
   return coordinator_run_over(self, u);
 }
 
-// Whether the coordinator of `u` is asked to decide now (force): when a
-// link may have lost messages of its commit (the coordinator's node, or
-// the node of another participant, went down since a request timeout
-// before the prepare, or it was prepared before this run), or when the prepare is
-// older than a request timeout (every prepare call of the coordinator has
-// answered or timed out by then). A healthy two-phase commit that is merely
-// slow (a prepare held by a handoff) is never aborted by a holder.
+// Whether the coordinator of `u` is asked to decide now (force): see
+// decision_forced. The nodes involved: its coordinator's and, for each
+// participant, the node its route names now and, with replication, every
+// node of its copy set: a failover moves the route off the node that went
+// down, and a prepare passed on to that node by a replica was lost there
+// (a stop 31 CI run: the coordinator, asked unforced, answered "still
+// collecting" until its call timed out, 10 s). Not named: every peer.
 bool force_decision(mem_self self, const undecided_tx& u) {
   auto& st = self->state;
-  const auto limit = request_timeout_us(self);
-  auto now = wall_clock_us();
-  if (now > u.prepare_time && now - u.prepare_time > limit)
-    return true;
-  // Prepared before this run started: recovered, its messages lost.
-  if (u.prepare_time <= st.started_us)
-    return true;
-  auto lost_since = [&](std::uint64_t at) { return at != 0 && at + limit >= u.prepare_time; };
-  auto went_down = [&](const node_id& n) {
+  std::vector<std::uint64_t> down;
+  auto down_at = [&](const node_id& n) {
     auto i = st.peers.find(n);
-    return i != st.peers.end() && lost_since(i->second.down_at_us);
+    down.push_back(i == st.peers.end() ? 0 : i->second.down_at_us);
   };
-  if (u.coordinator.empty() || u.participants.empty()) { // not named: any peer
+  if (u.coordinator.empty() || u.participants.empty()) {
     for (const auto& [id, pe] : st.peers)
-      if (lost_since(pe.down_at_us))
-        return true;
-    return false;
+      down.push_back(pe.down_at_us);
+  } else {
+    down_at(u.coordinator);
+    auto table = st.routes->load();
+    for (auto q : u.participants) {
+      if (q < table->size())
+        down_at((*table)[q].node);
+      if (replicated(self) && q < st.cfg.q)
+        for (const auto& n : copy_nodes(*st.ring, q))
+          down_at(n);
+    }
   }
-  if (went_down(u.coordinator))
-    return true;
-  auto table = st.routes->load();
-  for (auto q : u.participants)
-    if (q < table->size() && went_down((*table)[q].node))
-      return true;
-  return false;
+  return decision_forced(wall_clock_us(), u.prepare_time, request_timeout_us(self),
+                         st.started_us, down);
 }
 
 using resolution_key = std::pair<std::uint32_t, tx_id>;
@@ -455,6 +452,19 @@ void track_undecided(mem_self self, const undecided_tx& u) {
 }
 
 } // namespace
+
+bool decision_forced(std::uint64_t now_us, std::uint64_t prepare_us, std::uint64_t limit_us,
+                     std::uint64_t run_started_us, const std::vector<std::uint64_t>& down_us) {
+  if (now_us > prepare_us && now_us - prepare_us > limit_us)
+    return true;
+  // Prepared before this run started: recovered, its messages lost.
+  if (prepare_us <= run_started_us)
+    return true;
+  for (auto at : down_us)
+    if (at != 0 && at + limit_us >= prepare_us)
+      return true;
+  return false;
+}
 
 void resolve_all(mem_self self, bool again) {
   std::vector<resolution_key> keys;

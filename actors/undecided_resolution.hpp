@@ -19,10 +19,24 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "actors/membership_state.hpp"
 
 namespace tally {
+
+/// Whether the holder of a transaction prepared at `prepare_us` asks its
+/// coordinator to decide now ("force": a coordinator still collecting
+/// prepare answers then aborts): when the prepare is older than a request
+/// timeout `limit_us` (every prepare call has answered or timed out by
+/// then), was prepared before this run started at `run_started_us`
+/// (recovered: its messages lost), or when a node involved in it went down
+/// since a request timeout before the prepare (`down_us`: when each was
+/// last seen going down, 0 never): a link may have lost its messages. A
+/// healthy two-phase commit that is merely slow (a prepare held by a
+/// handoff) is never aborted by a holder.
+bool decision_forced(std::uint64_t now_us, std::uint64_t prepare_us, std::uint64_t limit_us,
+                     std::uint64_t run_started_us, const std::vector<std::uint64_t>& down_us);
 
 /// Starts an attempt for every transaction being resolved that has none out
 /// or, with `again`, whose attempt is still out (a peer came up: questions

@@ -19,6 +19,7 @@
 #include "actors/node_context.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/partition_core.hpp"
+#include "actors/undecided_resolution.hpp"
 #include "actors/wire.hpp"
 
 using namespace tally;
@@ -346,6 +347,26 @@ BOOST_AUTO_TEST_CASE(a_peer_counted_up_but_silent_is_asked_for_its_gossip) {
                       std::vector<caf::actor>&, std::vector<caf::actor>&, std::string&) {},
                   caf::after(std::chrono::milliseconds(200)) >> [] {});
   BOOST_TEST(!asked_again);
+}
+
+// When a holder forces the coordinator's decision (docs/CLUSTER.md,
+// "Recovery of undecided transactions"): a prepare older than a request
+// timeout, one from before this run, or one prepared while a node involved
+// (the coordinator's, or any copy's of a participant) was going down within
+// a request timeout before it; never a young, healthy one.
+BOOST_AUTO_TEST_CASE(a_decision_is_forced_only_when_messages_may_have_been_lost) {
+  const std::uint64_t limit = 10'000'000, started = 1'000'000'000;
+  const std::uint64_t prepared = started + 60'000'000, now = prepared + 1'500'000;
+  BOOST_TEST(!decision_forced(now, prepared, limit, started, {}));
+  BOOST_TEST(!decision_forced(now, prepared, limit, started, {0, 0, 0}));
+  BOOST_TEST(decision_forced(prepared + limit + 1, prepared, limit, started, {}));
+  BOOST_TEST(decision_forced(now, started, limit, started, {}));
+  // A copy node went down 4 ms after the prepare (a kill right after), or
+  // 2 s before it: its messages may be lost.
+  BOOST_TEST(decision_forced(now, prepared, limit, started, {0, prepared + 4'000, 0}));
+  BOOST_TEST(decision_forced(now, prepared, limit, started, {prepared - 2'000'000}));
+  // Down longer than a request timeout before the prepare: not this one.
+  BOOST_TEST(!decision_forced(now, prepared, limit, started, {prepared - limit - 1}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
