@@ -1495,6 +1495,51 @@ BOOST_AUTO_TEST_CASE(a_fenced_transaction_takes_only_a_commit_recovery_proved) {
   BOOST_TEST(applied->commit_time == t + 20);
 }
 
+// The participant fence's documented limits (docs/FORMAT.md, "Fence
+// records"): a fence is kept in memory for 10 minutes (no coordinator
+// sends anything that late; the request timeout is 10 s), and its record
+// holds nothing back at a checkpoint, so once a checkpoint has truncated
+// it, a reopened partition no longer knows the fence. Pinned so that a
+// change of either shows here.
+BOOST_AUTO_TEST_CASE(a_fence_is_kept_ten_minutes_and_goes_with_its_record_at_a_checkpoint) {
+  {
+    auto c = open();
+    auto f = c->stage_fence({6, 1});
+    BOOST_REQUIRE(f);
+    BOOST_TEST(f->fenced);
+    BOOST_REQUIRE(c->flush());
+    pass(*this, 9 * 60 * 1000); // 9 minutes: still fenced
+    for (std::uint64_t s = 2; s <= 32; ++s)
+      BOOST_REQUIRE(c->stage_fence({6, s}));
+    BOOST_REQUIRE(c->flush());
+    BOOST_TEST(c->fenced({6, 1}));
+    pass(*this, 2 * 60 * 1000); // 11 minutes: dropped at the next sweep
+    for (std::uint64_t s = 33; s <= 64; ++s) // the 64th fence sweeps
+      BOOST_REQUIRE(c->stage_fence({6, s}));
+    BOOST_REQUIRE(c->flush());
+    BOOST_TEST(!c->fenced({6, 1}));
+    BOOST_TEST(c->fenced({6, 64}));
+  }
+  std::filesystem::remove_all(dir);
+  auto o = checkpointed(options(durability::none));
+  auto c = open_with(o);
+  BOOST_REQUIRE(c->stage_fence({7, 1}));
+  BOOST_REQUIRE(c->flush());
+  const auto fence_at = c->log_end() - 1;
+  std::uint64_t seq = 0;
+  for (int i = 0; i < 5; ++i) { // commits after it, and checkpoints
+    commit1(*c, {1, ++seq}, {inc("x", 1)});
+    pass(*this, 1000);
+    checkpoint_ok(*c);
+  }
+  BOOST_TEST(c->log().truncation_lsn() > fence_at); // its record is gone
+  BOOST_TEST(c->fenced({7, 1}));                    // still known in memory
+  c.reset();
+  c = open_with(o);
+  BOOST_TEST(!c->fenced({7, 1})); // not after a reopen
+  BOOST_TEST(value_at(*c, "x", now) == 5);
+}
+
 BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_no_longer_holds_the_journal_back) {
   std::uint64_t spans[2][2] = {};
   for (int with = 0; with < 2; ++with) {
