@@ -1540,6 +1540,37 @@ BOOST_AUTO_TEST_CASE(a_fence_is_kept_ten_minutes_and_goes_with_its_record_at_a_c
   BOOST_TEST(value_at(*c, "x", now) == 5);
 }
 
+// A coordinator paused exactly between its commits (issue 14: "prepared
+// transactions of a dead coordinator are decided from the replicas'
+// evidence"): it committed partition A at T and stopped before B. B's
+// holder found A's commit record and committed B at T itself (a commit
+// recovery proved). The coordinator wakes and sends its commit of B, at
+// T, while B's commit is still under way (its batch waits for its sync):
+// "retry", nothing written twice; once applied: acknowledged, not refused,
+// and the increment counts once, across a reopen too. Its commit at
+// another time is refused (never sent: a coordinator has one commit time).
+BOOST_AUTO_TEST_CASE(a_coordinators_late_commit_after_recovery_committed_is_acknowledged_once) {
+  auto c = open();
+  auto p = c->stage_prepare({8, 1}, {inc("x", 3)}, 0, true, {3, 4}, "tally@h:1");
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(c->flush());
+  const auto t = p->prepare_time + 5;
+  BOOST_REQUIRE(c->stage_commit({8, 1}, t, true)); // recovery: A's record proves it
+  auto under_way = c->stage_commit({8, 1}, t);     // the coordinator, before the flush
+  BOOST_REQUIRE(!under_way);
+  BOOST_TEST(under_way.err().code() == errc::unavailable);
+  BOOST_REQUIRE(c->flush());
+  BOOST_TEST(c->prepared_count() == 0u);
+  BOOST_TEST(c->stage_commit({8, 1}, t).has_value()); // the coordinator's resend
+  BOOST_TEST(!c->has_staged());
+  BOOST_TEST(!c->stage_commit({8, 1}, t + 1).has_value());
+  BOOST_TEST(value_at(*c, "x", t + 10) == 3);
+  c.reset();
+  c = open();
+  BOOST_TEST(c->stage_commit({8, 1}, t).has_value());
+  BOOST_TEST(value_at(*c, "x", t + 10) == 3);
+}
+
 BOOST_AUTO_TEST_CASE(a_transaction_left_prepared_no_longer_holds_the_journal_back) {
   std::uint64_t spans[2][2] = {};
   for (int with = 0; with < 2; ++with) {
