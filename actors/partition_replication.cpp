@@ -41,6 +41,10 @@ constexpr std::chrono::milliseconds refused_retry{50};
 // within gossip's time (milliseconds to a second), and trying earlier
 // would fence the new primary in turn.
 constexpr std::chrono::milliseconds step_down_grace{1000};
+// How long a copy refuses one node's batches before it says so
+// (partition_replication::note_refused): a reconfiguration takes
+// milliseconds, gossip a second.
+constexpr std::chrono::milliseconds refusing_warn_after{3000};
 // "No prefix check" in r_append / r_fetch: the record before is unknown.
 constexpr std::uint64_t no_prev = UINT64_MAX;
 // Set in the role an r_fence answer carries when the copy that promised is
@@ -141,6 +145,26 @@ partition_replication::peer_link* partition_replication::find_peer(const node_id
     if (p.node == n)
       return &p;
   return nullptr;
+}
+
+void partition_replication::note_refused(const node_id& from) {
+  const auto now = std::chrono::steady_clock::now();
+  if (from != refusing_from_) {
+    refusing_from_ = from;
+    refusing_since_ = now;
+    refusing_warned_ = false;
+    return;
+  }
+  // Not yet configured (a node waits up to 3 s after its start to hear
+  // from its peers first): no plan to disagree with yet.
+  if (refusing_warned_ || !configured_ || now - refusing_since_ < refusing_warn_after)
+    return;
+  refusing_warned_ = true;
+  log(log_level::warn, "partition ", index_, ": this copy (", to_string(role_),
+      primary_.empty() ? std::string{", following no primary"} : ", following " + primary_,
+      ") has refused the batches of ", from, " for ",
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - refusing_since_).count(),
+      " ms: the two nodes' copy plans name different primaries");
 }
 
 void partition_replication::fail_held(const error& err) {
@@ -1218,8 +1242,11 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         return answer(end, repl_status::fenced);
       if (!save_promise(c))
         return answer(end, repl_status::refused);
-      if (role_ != copy_role::replica || from != primary_)
+      if (role_ != copy_role::replica || from != primary_) {
+        note_refused(from);
         return answer(end, repl_status::refused);
+      }
+      refusing_from_.clear();
       grant_lease(from);
       auto b = decode_batch(bytes);
       if (!b) {

@@ -355,6 +355,14 @@ private:
   // answers a round as a filling copy.
   bool configured_ = false;
   std::chrono::steady_clock::time_point stepped_down_at_{};
+  // A copy that keeps refusing one node's batches because its membership
+  // names another primary (or none) says so once it has for
+  // refusing_warn_after: two nodes' plans disagree (docs/RELIABILITY.md,
+  // "An open finding of stop 31"). Who, since when, and whether it was said.
+  node_id refusing_from_;
+  std::chrono::steady_clock::time_point refusing_since_{};
+  bool refusing_warned_ = false;
+  void note_refused(const node_id& from);
   // Read leases. As a primary: until when it may serve reads, and when the
   // last read came. As a replica: until when, and to whom, it promised to
   // promise no other round (from its start: a lease it granted before a

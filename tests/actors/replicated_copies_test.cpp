@@ -17,6 +17,12 @@
 #include <tuple>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
 #include <caf/all.hpp>
 
 #include "actors/atoms.hpp"
@@ -1110,6 +1116,38 @@ BOOST_FIXTURE_TEST_CASE(a_request_passed_on_to_a_primary_no_longer_followed_is_a
   BOOST_TEST(acknowledged(1, 6));
   BOOST_TEST(read_once_served(0).value_or(-1) == 7);
   caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
+}
+
+// What the node logs say when two nodes' copy plans name different
+// primaries for a while (docs/RELIABILITY.md, "An open finding of stop
+// 31"): a copy that has refused one node's batches for 3 s says whom it
+// follows and whose batches it refuses. Copy 1 is told to follow copy 2
+// while copy 0 leads on (w = 2: copy 2 acknowledges) and resends to copy 1
+// every 50 ms. The log (stderr, one write a line) is read from a file.
+BOOST_FIXTURE_TEST_CASE(a_copy_that_keeps_refusing_a_primarys_batches_says_so, three_copies) {
+  start_with_copy_0_leading();
+  BOOST_REQUIRE(acknowledged(0, 1));
+  const auto file = (root / "stderr.log").string();
+  std::filesystem::create_directories(root);
+  const int saved = ::dup(STDERR_FILENO);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  BOOST_REQUIRE(saved >= 0 && fd >= 0);
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+  configure(1, copy_role::replica, 2);
+  const bool wrote = acknowledged(0, 2); // on copies 0 and 2; copy 1 refuses it
+  std::this_thread::sleep_for(3500ms);   // the warning's bound (a fixed time)
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  BOOST_REQUIRE(wrote);
+  std::ifstream in{file};
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string expected = "partition " + std::to_string(partition_index)
+                               + ": this copy (replica, following " + nodes[2]
+                               + ") has refused the batches of " + nodes[0];
+  BOOST_TEST(text.str().find(expected) != std::string::npos, "log:\n" << text.str());
+  BOOST_TEST(text.str().find("copy plans name different primaries") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
