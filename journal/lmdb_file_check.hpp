@@ -28,6 +28,9 @@ struct lmdb_file_report {
   std::uint64_t last_page = 0;  // of the newest meta page
   std::uint64_t txn_id = 0;     // of the newest meta page
   std::uint64_t map_size = 0;   // as recorded in the newest meta page
+  // Pages at the end that the newest meta page counts but the file does
+  // not hold yet, all of them free (never written: LMDB's loose pages).
+  std::uint64_t unwritten_free_pages = 0;
   std::uint64_t needed_bytes() const noexcept { return (last_page + 1) * page_size; }
 };
 
@@ -39,8 +42,9 @@ constexpr const char* lmdb_data_file = "data.mdb";
 /// (the node's manifest says it holds this data) it is errc::corrupt.
 /// errc::corrupt, naming the file, for a file shorter than two pages, a
 /// meta page without LMDB's magic or version, or a file shorter than its
-/// newest meta page says (truncated); errc::io_error when it cannot be
-/// read.
+/// newest meta page says (truncated) unless every page it lacks is in that
+/// meta page's free-page list (unwritten_free_pages); errc::io_error when
+/// it cannot be read.
 expected<lmdb_file_report> check_lmdb_file(const std::string& dir, bool must_exist);
 
 } // namespace tally
