@@ -466,10 +466,13 @@ void on_peer(mem_self self, const node_id& id, std::uint64_t incarnation, caf::a
   // Every change of what this node believes of a peer's copies is logged:
   // the copy plan rests on it, and two nodes whose beliefs differ name
   // different primaries (docs/RELIABILITY.md, "An open finding of stop 31").
+  auto text = [](const std::set<std::uint32_t>& ps) {
+    return ranges(std::vector<std::uint32_t>(ps.begin(), ps.end()));
+  };
   if (pe.stale != was_stale || pe.filling != was_filling)
-    log(log_level::info, "peer ", id, ": its stale copies ", ranges({pe.stale.begin(), pe.stale.end()}),
-        " (were ", ranges({was_stale.begin(), was_stale.end()}), "), its copies being filled ",
-        ranges({pe.filling.begin(), pe.filling.end()}), " (were ", ranges({was_filling.begin(), was_filling.end()}), ")");
+    log(log_level::info, "peer ", id, ": its stale copies ", text(pe.stale), " (were ",
+        text(was_stale), "), its copies being filled ", text(pe.filling), " (were ",
+        text(was_filling), ")");
   if (fresh)
     send_gossip(self, pe.membership);
 }

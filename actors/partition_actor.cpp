@@ -609,12 +609,6 @@ void forward_deferred(partition_self self) {
   }
 }
 
-// After a change of role or of the copies' links: the requests held for
-// want of a leader are sent again through this actor's mailbox (their
-// answers still going to their senders) once this copy leads or knows a
-// primary it can reach, where they are served or passed on to it (divert);
-// refused once the copy has gone stale; and otherwise kept, with the time
-// they came, until expire_awaiting_leader.
 // Requests passed on to a primary this copy no longer follows (its role or
 // configuration changed: another primary, this copy leads, the primary's
 // node is seen down) are answered now: that primary may never answer (a
@@ -645,6 +639,12 @@ void fail_forwarded(partition_self self) {
   }
 }
 
+// After a change of role or of the copies' links: the requests held for
+// want of a leader are sent again through this actor's mailbox (their
+// answers still going to their senders) once this copy leads or knows a
+// primary it can reach, where they are served or passed on to it (divert);
+// refused once the copy has gone stale; and otherwise kept, with the time
+// they came, until expire_awaiting_leader.
 void release_awaiting_leader(partition_self self) {
   auto& st = self->state;
   if (st.awaiting_leader.empty() || st.repl.awaits_leader() || st.repl.awaits_primary_link())
