@@ -80,8 +80,8 @@ bool read_at(int fd, unsigned char* buf, std::size_t n, std::uint64_t offset) {
 // The free-page DB (LMDB's FREE_DBI: key a transaction id, data an ID list
 // of the pages that transaction freed, a count then the page numbers) of
 // the meta page whose FREE_DBI root is `root`, walked with plain reads so
-// that no page past the file's end is ever mapped. `wanted`: the page
-// numbers asked about; returns those found free. Page layout (mdb.c,
+// that no page past the file's end is ever mapped. Returns, for each page
+// number in [first, last], whether that list holds it. Page layout (mdb.c,
 // MDB_page and MDB_node, 64-bit): header 16 bytes, flags at 10 (P_BRANCH
 // 0x01, P_LEAF 0x02, P_OVERFLOW 0x04), mp_lower at 12, an overflow page's
 // page count at 12; node offsets (uint16) from 16; a node is lo, hi, flags,
@@ -240,6 +240,16 @@ expected<lmdb_file_report> check_lmdb_file(const std::string& dir, bool must_exi
   // bytes where the header's last page asked 4,984,832, and the node could
   // not start again).
   const std::uint64_t first_missing = out.file_bytes / out.page_size;
+  // Loose pages are a transaction's few; a header counting far more pages
+  // than the file holds is damage, not worth a walk (nor an allocation of
+  // one flag per page it names).
+  constexpr std::uint64_t max_unwritten_pages = 1u << 16;
+  if (out.last_page + 1 - first_missing > max_unwritten_pages) {
+    ::close(fd);
+    return damaged("truncated: " + std::to_string(out.file_bytes) + " bytes, but its newest header "
+                   "(transaction " + std::to_string(out.txn_id) + ") uses "
+                   + std::to_string(out.needed_bytes()) + " bytes");
+  }
   auto free = free_among(fd, out.file_bytes, out.page_size,
                          load<std::uint64_t>((m1.txn_id > m0.txn_id ? second : first) + off_free_root),
                          first_missing, out.last_page);

@@ -258,6 +258,19 @@ BOOST_AUTO_TEST_CASE(a_file_that_lacks_only_free_pages_at_its_end_is_whole) {
   auto gone = check_lmdb_file(dir, true);
   BOOST_REQUIRE(!gone);
   BOOST_TEST(has(gone.err().message(), "truncated"));
+  // A header whose last page is far past the file (damage): refused as
+  // truncated at once, without a walk of its free list.
+  const std::uint64_t huge = std::uint64_t{1} << 40;
+  for (std::uint64_t meta = 0; meta < 2; ++meta) {
+    int fd = ::open(data_file(dir).c_str(), O_WRONLY);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(::pwrite(fd, &huge, sizeof huge,
+                           static_cast<off_t>(meta * whole->page_size + 136)) == 8);
+    ::close(fd);
+  }
+  auto damaged = check_lmdb_file(dir, true);
+  BOOST_REQUIRE(!damaged);
+  BOOST_TEST(has(damaged.err().message(), "truncated"));
 }
 
 BOOST_AUTO_TEST_CASE(damaged_meta_pages_are_named) {
