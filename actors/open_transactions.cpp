@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,8 +28,26 @@ struct open_transactions::open_tx {
   // they see its effects (clients pipeline them without waiting).
   bool preparing = false;
   std::deque<std::function<void()>> queued;
+  // An update of it failed: it is aborted, and every later request of it
+  // (a read, an update, the commit) gets this error, as on AntidoteDB,
+  // whose coordinator aborts on a failed update (clocksi_interactive_coord,
+  // receive_logging_responses). Committed without the failed update, it
+  // would store less than the client asked for: antidote_ts_client ignores
+  // an update's reply, and a client that pipelines the commit behind the
+  // update sends it before the reply comes.
+  std::optional<error> failed;
   std::chrono::steady_clock::time_point last_used;
 };
+
+namespace {
+
+error aborted_by_failed_update(const error& why) {
+  return make_error(errc::aborted,
+                    "the transaction is aborted: one of its updates failed ("
+                      + why.message() + "); start a new transaction");
+}
+
+} // namespace
 
 open_transactions::open_transactions(caf::actor_system& sys,
                                      std::shared_ptr<const node_context> ctx)
@@ -156,6 +175,8 @@ void open_transactions::read(const read_objects_req& req, reply_fn reply) {
       t.queued.push_back([this, req, reply] { read(req, reply); });
       return;
     }
+    if (t.failed)
+      return reply(error_resp{aborted_by_failed_update(*t.failed)});
     t.last_used = std::chrono::steady_clock::now();
     snapshot = t.snapshot;
     for (const auto& o : req.objects)
@@ -191,12 +212,17 @@ void open_transactions::update(const update_objects_req& req, reply_fn reply) {
       t.queued.push_back([this, req, reply] { update(req, reply); });
       return;
     }
-    if (t.updates + req.updates.size() > ctx_->limits.max_tx_updates)
-      return reply(error_resp{make_error(
+    if (t.failed)
+      return reply(error_resp{aborted_by_failed_update(*t.failed)});
+    if (t.updates + req.updates.size() > ctx_->limits.max_tx_updates) {
+      auto e = make_error(
         errc::invalid_argument,
         "the transaction would buffer " + std::to_string(t.updates + req.updates.size())
           + " updates, over the limit of " + std::to_string(ctx_->limits.max_tx_updates)
-          + " (--max-tx-updates): commit it and start another")});
+          + " (--max-tx-updates): commit it and start another");
+      fail(t, e);
+      return reply(error_resp{std::move(e)});
+    }
     t.last_used = std::chrono::steady_clock::now();
     snapshot = t.snapshot;
     // Only the objects read before write need the transaction's own effects.
@@ -219,6 +245,8 @@ void open_transactions::update(const update_objects_req& req, reply_fn reply) {
         std::lock_guard<std::mutex> g{txp->mu};
         txp->preparing = false;
         next.swap(txp->queued);
+        if (!grouped)
+          fail(*txp, grouped.err());
         if (grouped) {
           txp->updates += n;
           txp->last_used = std::chrono::steady_clock::now();
@@ -238,12 +266,23 @@ void open_transactions::update(const update_objects_req& req, reply_fn reply) {
     });
 }
 
+void open_transactions::fail(open_tx& t, const error& why) {
+  // Under t.mu. Nothing of it is written anywhere yet (updates are buffered
+  // here until the commit): dropping the buffer is the whole abort.
+  if (t.failed)
+    return;
+  t.failed = why;
+  t.writes.clear();
+  t.own.clear();
+}
+
 void open_transactions::commit(const commit_transaction_req& req, reply_fn reply) {
   auto tx = find(req.transaction_descriptor);
   if (!tx)
     return reply(error_resp{tx.err()});
   auto& t = **tx;
   std::map<std::uint32_t, std::vector<tx_update>> writes;
+  std::optional<error> refused;
   {
     std::lock_guard<std::mutex> g{t.mu};
     if (t.committing)
@@ -254,7 +293,14 @@ void open_transactions::commit(const commit_transaction_req& req, reply_fn reply
       return;
     }
     t.committing = true;
-    writes = std::move(t.writes);
+    if (t.failed)
+      refused = aborted_by_failed_update(*t.failed);
+    else
+      writes = std::move(t.writes);
+  }
+  if (refused) {
+    forget(t.id.seq);
+    return reply(error_resp{std::move(*refused)});
   }
   auto id = t.id;
   auto snapshot = t.snapshot;

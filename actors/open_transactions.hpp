@@ -8,7 +8,9 @@
 //                     transaction by counting;
 //   ReadObjects       one part_read_call per partition touched, with the
 //                     transaction's own updates (read your writes);
-//   UpdateObjects     validated and buffered here, answered at once;
+//   UpdateObjects     validated and buffered here, answered at once; a
+//                     failed update aborts the transaction (AntidoteDB's
+//                     rule): its commit then fails with errc::aborted;
 //   CommitTransaction nothing written: commits at its snapshot; one
 //                     partition: a one-step commit there; several: a
 //                     short-lived coordinator runs two-phase commit;
@@ -65,6 +67,9 @@ private:
   struct open_tx;
   expected<std::shared_ptr<open_tx>> find(const std::string& descriptor);
   void forget(std::uint64_t seq);
+  // Under the transaction's mutex: an update of `t` failed with `why`, so
+  // `t` is aborted (its buffered updates dropped; later requests refused).
+  static void fail(open_tx& t, const error& why);
   // Under mu_: one open transaction of `session` fewer.
   void release_session(std::uint64_t session);
 

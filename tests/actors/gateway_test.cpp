@@ -447,6 +447,71 @@ BOOST_AUTO_TEST_CASE(pipelined_interactive_updates_are_prepared_in_order_and_rea
   BOOST_TEST((r.objects.values == own.values));
 }
 
+// A failed update aborts its transaction, as on AntidoteDB: the commit that
+// follows fails with errc::aborted and stores nothing, also the updates that
+// succeeded before it. Committed without the failed update, the transaction
+// would store less than asked while its commit reported success (a client
+// that pipelines the commit behind its update, or antidote_ts_client, which
+// ignores an update's reply, would never learn of the loss).
+BOOST_AUTO_TEST_CASE(a_failed_update_aborts_its_transaction) {
+  BOOST_REQUIRE(std::get<commit_resp>(ask_gateway(static_update_objects_req{
+                                        {}, {inc("x", 1)}})).success);
+  auto st = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  const auto& d = st.transaction_descriptor;
+  BOOST_TEST(std::get<operation_resp>(ask_gateway(update_objects_req{{inc("y", 7)}, d}))
+               .success);
+  auto bad = ask_gateway(
+    update_objects_req{{typed("x", crdt_type::orset, set_update{set_add{{"a"}}})}, d});
+  BOOST_REQUIRE(std::holds_alternative<error_resp>(bad));
+  BOOST_TEST(std::get<error_resp>(bad).err.code() == errc::wrong_type);
+  for (request later : {request{read_objects_req{{counter("y")}, d}},
+                        request{update_objects_req{{inc("z", 1)}, d}},
+                        request{commit_transaction_req{d}}}) {
+    auto r = ask_gateway(later);
+    BOOST_REQUIRE(std::holds_alternative<error_resp>(r));
+    const auto& e = std::get<error_resp>(r).err;
+    BOOST_TEST(e.code() == errc::aborted);
+    BOOST_TEST(e.message().find("one of its updates failed") != std::string::npos,
+               e.message());
+  }
+  // The commit ended it: the descriptor names no transaction any more.
+  auto again = ask_gateway(commit_transaction_req{d});
+  BOOST_TEST(std::get<error_resp>(again).err.message().find("unknown transaction")
+             != std::string::npos);
+  static_read_objects_req rd;
+  rd.objects = {counter("x"), counter("y"), counter("z")};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((r.objects.values == std::vector<crdt_value>{crdt_value{std::int64_t{1}},
+                                                          crdt_value{std::int64_t{0}},
+                                                          crdt_value{std::int64_t{0}}}));
+}
+
+// The same with the update and the commit sent back to back (the client does
+// not wait for the update's reply), and an update over --max-tx-updates as
+// the failure.
+BOOST_AUTO_TEST_CASE(a_commit_pipelined_behind_a_failed_update_is_refused) {
+  ctx->limits.max_tx_updates = 2;
+  auto st = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
+  const auto& d = st.transaction_descriptor;
+  std::vector<std::optional<response>> replies(3);
+  auto send = [&](std::size_t i, request req) {
+    gateway.handler->handle(1, std::move(req),
+                            [&replies, i](response r) { replies[i] = std::move(r); });
+  };
+  send(0, update_objects_req{{inc("p", 1)}, d});
+  send(1, update_objects_req{{inc("q", 1), inc("q", 1)}, d}); // 3 > 2
+  send(2, commit_transaction_req{d});
+  sched.run();
+  BOOST_TEST(std::get<operation_resp>(*replies[0]).success);
+  BOOST_TEST(std::get<error_resp>(*replies[1]).err.code() == errc::invalid_argument);
+  BOOST_TEST(std::get<error_resp>(*replies[2]).err.code() == errc::aborted);
+  static_read_objects_req rd;
+  rd.objects = {counter("p"), counter("q")};
+  auto r = std::get<static_read_objects_resp>(ask_gateway(rd));
+  BOOST_TEST((r.objects.values == std::vector<crdt_value>{crdt_value{std::int64_t{0}},
+                                                          crdt_value{std::int64_t{0}}}));
+}
+
 BOOST_AUTO_TEST_CASE(nested_map_updates_and_removes_are_read_as_maps) {
   map_update m;
   m.updates.push_back(keyed_update{map_key{"n", crdt_type::counter}, counter_update{4}});
