@@ -320,17 +320,35 @@ private:
           return finish_failed(desc, out);
       }
     }
-    if (!o.update_keys.empty()) {
-      update_objects_req uq;
-      uq.updates = reuse ? *reuse : updates(o);
-      uq.transaction_descriptor = desc;
-      if (!reuse)
-        last_tx_updates_ = uq.updates;
-      out = call_judged(uq);
-      if (!out.ok)
-        return finish_failed(desc, out);
-    }
-    return call_judged(commit_transaction_req{desc});
+    if (o.update_keys.empty())
+      return call_judged(commit_transaction_req{desc});
+    update_objects_req uq;
+    uq.updates = reuse ? *reuse : updates(o);
+    uq.transaction_descriptor = desc;
+    if (!reuse)
+      last_tx_updates_ = uq.updates;
+    return update_and_commit(uq);
+  }
+
+  /// The updates and the commit leave in one write, the commit not waiting
+  /// for the update's reply: the like-for-like of the Redis driver's
+  /// MULTI/INCRBY.../EXEC in one write. A failed update aborts the
+  /// transaction (docs/PROTOCOL.md), so the commit behind it fails too and
+  /// nothing of the transaction is stored.
+  outcome update_and_commit(const update_objects_req& uq) {
+    auto up = encode_frame(encode_request(uq));
+    auto commit = encode_frame(encode_request(commit_transaction_req{uq.transaction_descriptor}));
+    if (!up)
+      return {false, "corrupt", false};
+    if (!commit)
+      return {false, "corrupt", false};
+    if (auto e = write(*up + *commit); !e.empty())
+      return {false, "io", true};
+    outcome u = receive();
+    if (u.connection_lost)
+      return u;
+    outcome c = receive();
+    return u.ok || c.connection_lost ? c : u;
   }
 
   outcome finish_failed(const std::string& desc, outcome out) {
