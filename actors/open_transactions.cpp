@@ -17,6 +17,7 @@ namespace tally {
 struct open_transactions::open_tx {
   std::mutex mu;
   tx_id id;
+  std::uint64_t secret = 0; // tx_descriptor::secret
   std::uint64_t snapshot = 0;
   std::map<std::uint32_t, std::vector<tx_update>> writes; // by partition
   std::map<object_key, std::vector<crdt_effect>> own;
@@ -82,13 +83,18 @@ void open_transactions::start(std::uint64_t session, const start_transaction_req
                              + std::to_string(ctx_->limits.max_tx_per_session)
                              + "): commit or abort some first")});
     ++mine;
-    // Random from the kernel's CSPRNG (a seeded mt19937 could be predicted
-    // from a few hundred of one's own descriptors), never 0, never taken:
-    // unguessable from another descriptor.
-    std::uint64_t seq = 0;
+    // Sequence numbers count up (from 1, far below the static ids, which
+    // count down from 2^64), so this node's transactions reach each
+    // partition's `decisions` database in key order: its inserts stay at
+    // the right edge of the B-tree instead of dirtying a random leaf each
+    // (docs/PERFORMANCE.md, "Steady state"). What makes a descriptor
+    // unguessable is its secret: 64 bits from the kernel's CSPRNG (a seeded
+    // mt19937 could be predicted from a few hundred of one's own
+    // descriptors), never 0.
+    const std::uint64_t seq = ++last_seq_;
     do
-      seq = random_u64() >> 1; // below the static ids, which count down from 2^64
-    while (seq == 0 || open_.count(seq) != 0);
+      tx->secret = random_u64();
+    while (tx->secret == 0);
     tx->id = tx_id{ctx_->incarnation, seq};
     open_.emplace(seq, tx);
   }
@@ -97,6 +103,7 @@ void open_transactions::start(std::uint64_t session, const start_transaction_req
   d.owner = ctx_->owner;
   d.owner_incarnation = ctx_->incarnation;
   d.snapshot = vector_clock{{local_dc, *snap}};
+  d.secret = tx->secret;
   reply(start_transaction_resp{true, encode_tx_descriptor(d), 0});
 }
 
@@ -113,7 +120,9 @@ open_transactions::find(const std::string& descriptor) {
                           "transaction");
   std::lock_guard<std::mutex> g{mu_};
   auto i = open_.find(d->tx.seq);
-  if (i == open_.end())
+  // A wrong secret gets the same answer as a sequence number never issued:
+  // a forger learns nothing about which transactions are open.
+  if (i == open_.end() || i->second->secret != d->secret)
     return make_error(errc::aborted, "unknown transaction: it committed, aborted or "
                                      "timed out; start a new transaction");
   return i->second;

@@ -3,9 +3,9 @@
 // server's threads with no coordinator actor in between.
 //
 //   StartTransaction  snapshot = max(client clock, stable time); answered at
-//                     once with a descriptor whose sequence number is random
-//                     (64 bits): a client cannot name another client's
-//                     transaction by counting;
+//                     once with a descriptor that carries 64 random secret
+//                     bits besides the (counting) sequence number: a client
+//                     cannot name another client's transaction by counting;
 //   ReadObjects       one part_read_call per partition touched, with the
 //                     transaction's own updates (read your writes);
 //   UpdateObjects     validated and buffered here, answered at once; a
@@ -78,6 +78,7 @@ private:
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<open_tx>> open_;
   std::unordered_map<std::uint64_t, std::size_t> per_session_; // open count
+  std::uint64_t last_seq_ = 0; // the last transaction's sequence number
 };
 
 } // namespace tally

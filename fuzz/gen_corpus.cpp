@@ -43,6 +43,7 @@ tx_descriptor sample_descriptor() {
   d.owner = "tally@127.0.0.1:9100";
   d.owner_incarnation = 1'700'000'000'000'000ull;
   d.snapshot = vector_clock{{1, 42}, {2, 17}};
+  d.secret = 0x5ec2e7ull;
   return d;
 }
 

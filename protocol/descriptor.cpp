@@ -121,11 +121,12 @@ expected<vector_clock> decode_clock(std::string_view bytes) {
 std::string encode_tx_descriptor(const tx_descriptor& d) {
   auto clock = d.snapshot.encode();
   std::string out;
-  out.reserve(2 + 3 * 8 + 4 + d.owner.size() + 4 + clock.size());
+  out.reserve(2 + 4 * 8 + 4 + d.owner.size() + 4 + clock.size());
   out.push_back(static_cast<char>(tx_descriptor_tag));
   out.push_back(static_cast<char>(tx_descriptor::format_version));
   put_u64(out, d.tx.origin);
   put_u64(out, d.tx.seq);
+  put_u64(out, d.secret);
   put_u64(out, d.owner_incarnation);
   put_u32(out, static_cast<std::uint32_t>(d.owner.size()));
   out += d.owner;
@@ -146,7 +147,7 @@ expected<tx_descriptor> decode_tx_descriptor(std::string_view bytes) {
   if (bytes.size() < 2)
     return make_error(errc::corrupt, "transaction descriptor has no version");
   auto version = static_cast<unsigned char>(bytes[1]);
-  if (version != tx_descriptor::format_version)
+  if (version != 1 && version != tx_descriptor::format_version)
     return make_error(errc::corrupt, "unknown transaction descriptor version "
                                        + std::to_string(version));
   reader in{bytes.substr(2)};
@@ -154,6 +155,7 @@ expected<tx_descriptor> decode_tx_descriptor(std::string_view bytes) {
   std::string_view owner;
   std::string_view clock;
   if (!in.u64(d.tx.origin) || !in.u64(d.tx.seq)
+      || (version >= 2 && !in.u64(d.secret))
       || !in.u64(d.owner_incarnation) || !in.bytes(owner) || !in.bytes(clock))
     return make_error(errc::corrupt, "transaction descriptor is truncated");
   if (!in.done())

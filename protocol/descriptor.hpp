@@ -54,7 +54,7 @@ expected<vector_clock> decode_clock(std::string_view bytes);
 /// abort.
 struct tx_descriptor {
   /// Format version written by encode_tx_descriptor().
-  static constexpr std::uint8_t format_version = 1;
+  static constexpr std::uint8_t format_version = 2;
 
   /// The transaction (coordinator node hash, per-coordinator sequence).
   tx_id tx;
@@ -69,11 +69,17 @@ struct tx_descriptor {
   std::uint64_t owner_incarnation = 0;
   /// The transaction's snapshot time.
   vector_clock snapshot;
+  /// 64 random bits the owner keeps with the transaction (version 2): the
+  /// descriptor names the transaction only with them, so that no client can
+  /// name another's transaction by counting (its sequence number counts
+  /// up). Never 0 in a descriptor the owner issued; 0 when read from a
+  /// version 1 descriptor, which then names no transaction.
+  std::uint64_t secret = 0;
 
   friend bool operator==(const tx_descriptor& a, const tx_descriptor& b) {
     return a.tx == b.tx && a.owner == b.owner
            && a.owner_incarnation == b.owner_incarnation
-           && a.snapshot == b.snapshot;
+           && a.snapshot == b.snapshot && a.secret == b.secret;
   }
   friend bool operator!=(const tx_descriptor& a, const tx_descriptor& b) {
     return !(a == b);
@@ -81,9 +87,10 @@ struct tx_descriptor {
 };
 
 /// The descriptor's bytes (layout in docs/PROTOCOL.md):
-///   tag:u8(0x58) version:u8(1) origin:u64 seq:u64 incarnation:u64
+///   tag:u8(0x58) version:u8(2) origin:u64 seq:u64 secret:u64 incarnation:u64
 ///   owner_len:u32 owner:bytes clock_len:u32 clock:vector_clock::encode()
-/// integers little-endian.
+/// integers little-endian. Version 1 (before stop 33) had no secret; it is
+/// still read.
 std::string encode_tx_descriptor(const tx_descriptor& d);
 
 /// Reads encode_tx_descriptor() bytes. Errors: errc::invalid_argument for

@@ -176,24 +176,32 @@ BOOST_AUTO_TEST_CASE(stale_descriptor_and_unsupported_type_get_error_responses) 
   BOOST_TEST(std::holds_alternative<error_resp>(ask_gateway(reset_fat)));
 }
 
-// A descriptor names its transaction by a random sequence number: another
-// client's transaction cannot be reached by counting from one's own.
+// A descriptor names its transaction by its sequence number (which counts
+// up) and 64 random secret bits: another client's transaction cannot be
+// reached by counting from one's own, nor by a descriptor without a secret
+// (version 1's layout).
 BOOST_AUTO_TEST_CASE(a_neighbouring_descriptor_names_no_transaction) {
   auto mine = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
   auto theirs = std::get<start_transaction_resp>(ask_gateway(start_transaction_req{}));
   auto d = decode_tx_descriptor(mine.transaction_descriptor);
   auto t = decode_tx_descriptor(theirs.transaction_descriptor);
   BOOST_REQUIRE(d && t);
-  BOOST_TEST(d->tx.seq != t->tx.seq);
+  BOOST_TEST(t->tx.seq == d->tx.seq + 1);
+  BOOST_TEST(d->secret != 0u);
+  BOOST_TEST(d->secret != t->secret);
   for (std::uint64_t step : {1u, 2u}) {
     auto forged = *d;
-    forged.tx.seq += step;
-    if (forged.tx.seq == t->tx.seq)
-      continue; // 2^-63: the test's own bad luck, not a guess
+    forged.tx.seq += step; // step 1: theirs, with my secret
     auto r = ask_gateway(update_objects_req{{inc("victim", 1000000)},
                                             encode_tx_descriptor(forged)});
     BOOST_TEST(std::holds_alternative<error_resp>(r));
   }
+  auto no_secret = *t;
+  no_secret.secret = 0;
+  auto r = ask_gateway(update_objects_req{{inc("victim", 1000000)},
+                                          encode_tx_descriptor(no_secret)});
+  BOOST_TEST(std::get<error_resp>(r).err.message().find("unknown transaction")
+             != std::string::npos);
   auto c = ask_gateway(commit_transaction_req{theirs.transaction_descriptor});
   BOOST_TEST(std::get<commit_resp>(c).success);
 }

@@ -27,6 +27,7 @@ tx_descriptor sample_descriptor() {
   d.owner = "tally@127.0.0.1:9100";
   d.owner_incarnation = 1700000000123456ULL;
   d.snapshot = vector_clock{{1, 5000}, {7, 9}};
+  d.secret = 0x0123456789abcdefULL;
   return d;
 }
 
@@ -109,6 +110,20 @@ BOOST_AUTO_TEST_CASE(tx_descriptor_round_trips) {
   BOOST_TEST((*back_empty == empty));
 }
 
+// Version 1 (before stop 33) had no secret: such bytes still decode, with
+// secret 0, which names no transaction at any server.
+BOOST_AUTO_TEST_CASE(a_version_1_descriptor_still_decodes_without_a_secret) {
+  auto d = sample_descriptor();
+  auto v2 = encode_tx_descriptor(d);
+  // Version 1's layout: version 1, and no secret after the sequence number.
+  std::string v1 = v2.substr(0, 1) + std::string(1, '\x01') + v2.substr(2, 16) + v2.substr(26);
+  auto back = decode_tx_descriptor(v1);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->secret == 0u);
+  d.secret = 0;
+  BOOST_TEST((*back == d));
+}
+
 BOOST_AUTO_TEST_CASE(truncated_or_trailing_descriptor_is_corrupt) {
   auto bytes = encode_tx_descriptor(sample_descriptor());
   for (std::size_t len = 1; len < bytes.size(); ++len) {
@@ -118,11 +133,11 @@ BOOST_AUTO_TEST_CASE(truncated_or_trailing_descriptor_is_corrupt) {
   }
   BOOST_TEST(decode_tx_descriptor(bytes + '\0').err().code() == errc::corrupt);
   auto future = bytes;
-  future[1] = 2;
+  future[1] = 3;
   auto r = decode_tx_descriptor(future);
   BOOST_REQUIRE(!r.has_value());
   BOOST_TEST(r.err().code() == errc::corrupt);
-  BOOST_TEST(r.err().message().find("version 2") != std::string::npos);
+  BOOST_TEST(r.err().message().find("version 3") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(foreign_descriptor_is_refused_clearly) {
@@ -140,9 +155,9 @@ BOOST_AUTO_TEST_CASE(foreign_descriptor_is_refused_clearly) {
 
 BOOST_AUTO_TEST_CASE(descriptor_length_fields_cannot_overrun) {
   auto bytes = encode_tx_descriptor(sample_descriptor());
-  // The owner length sits after tag, version and three u64s.
+  // The owner length sits after tag, version and four u64s.
   auto huge = bytes;
-  huge[26] = huge[27] = huge[28] = huge[29] = '\xff';
+  huge[34] = huge[35] = huge[36] = huge[37] = '\xff';
   BOOST_TEST(decode_tx_descriptor(huge).err().code() == errc::corrupt);
 }
 
