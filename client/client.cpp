@@ -448,6 +448,32 @@ expected<std::string> transaction::commit() {
   return clock;
 }
 
+expected<std::string> transaction::commit_with(const std::vector<counter_inc>& updates) {
+  return commit_with_ops(client_->to_ops(updates));
+}
+
+expected<std::string> transaction::commit_with_ops(std::vector<update_op> ops) {
+  if (auto st = check_active("UpdateObjects"); !st)
+    return st.err();
+  active_ = false;
+  client_->assign_op_ids(ops);
+  auto replies = client_->exchange(
+    {frame_bytes(update_objects_req{std::move(ops), descriptor_}),
+     frame_bytes(commit_transaction_req{descriptor_})},
+    0, false);
+  // The update's failure is the cause; the commit behind it then only
+  // says "aborted".
+  auto up = expect<operation_resp>(std::move(replies[0]), "UpdateObjects");
+  if (!up)
+    return up.err();
+  if (!up->success)
+    return failed("UpdateObjects", up->error_code);
+  auto clock = commit_clock(std::move(replies[1]), "CommitTransaction");
+  if (clock)
+    client_->absorb(*clock);
+  return clock;
+}
+
 status transaction::abort() {
   if (auto st = check_active("AbortTransaction"); !st)
     return st;

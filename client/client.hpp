@@ -179,6 +179,15 @@ public:
   /// Commits; the commit clock bytes. The transaction is over either way.
   expected<std::string> commit();
 
+  /// Buffers `updates` and commits, sending both requests in one write
+  /// without waiting for the update's reply: one round trip instead of two
+  /// (Redis's MULTI...EXEC). A failed update aborts the transaction at the
+  /// node (docs/PROTOCOL.md, "Errors"): nothing of it is stored and the
+  /// update's error is returned. The transaction is over either way.
+  expected<std::string> commit_with(const std::vector<counter_inc>& updates);
+  /// commit_with() for updates of any type.
+  expected<std::string> commit_with_ops(std::vector<update_op> ops);
+
   /// Aborts. The transaction is over either way.
   status abort();
 

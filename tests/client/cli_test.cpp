@@ -488,6 +488,39 @@ BOOST_AUTO_TEST_CASE(set_reg_and_flag_commands_against_a_real_node) {
   }
 }
 
+// txn against a real tallyd: reads see the transaction's own increments; the
+// increments after the last read leave with the commit (commit_with), and a
+// failed one among them aborts the whole transaction: nothing is stored.
+BOOST_AUTO_TEST_CASE(txn_command_against_a_real_node) {
+  test::temp_dir dir;
+  test::server node{dir.path + "/data", "none"};
+  BOOST_REQUIRE(node.start());
+  auto port = std::to_string(node.port);
+  auto ok = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--port", port});
+    auto r = run_cli(args);
+    BOOST_TEST(r.code == 0, r.err);
+    return r.out;
+  };
+  auto out = ok({"txn", "inc", "shop", "a", "1", "read", "shop", "a", "inc", "shop", "b", "2",
+                 "inc", "shop", "c", "3"});
+  BOOST_TEST(contains(out, "shop/a += 1"), out);
+  BOOST_TEST(contains(out, "shop/a = 1"), out);
+  BOOST_TEST(contains(out, "shop/b += 2"), out);
+  BOOST_TEST(contains(out, "shop/c += 3"), out);
+  BOOST_TEST(contains(out, "committed at"), out);
+  auto after = ok({"read", "shop", "a", "shop", "b", "shop", "c"});
+  BOOST_TEST(contains(after, "shop/a = 1"), after);
+  BOOST_TEST(contains(after, "shop/b = 2"), after);
+  BOOST_TEST(contains(after, "shop/c = 3"), after);
+
+  ok({"set", "add", "shop", "tags", "red"});
+  auto bad = run_cli({"--port", port, "txn", "inc", "shop", "b", "5", "inc", "shop", "tags", "1"});
+  BOOST_TEST(bad.code == 1, bad.err);
+  BOOST_TEST(contains(bad.err, "orset"), bad.err);
+  BOOST_TEST(contains(ok({"read", "shop", "b"}), "shop/b = 2")); // the +5 was not stored
+}
+
 // bcounter against a real tallyd: increments and decrements read back; a
 // decrement beyond the rights is the node's refusal (exit 1) and changes
 // nothing; usage errors exit 2 before the network.

@@ -449,6 +449,59 @@ BOOST_AUTO_TEST_CASE(interactive_transaction_sends_its_descriptor_and_op_ids) {
              == desc);
 }
 
+// commit_with sends the update and the commit in one write: the fake node
+// reads both frames before it answers either, so a client that waited for
+// the update's reply would time out here.
+BOOST_AUTO_TEST_CASE(commit_with_sends_the_update_and_the_commit_without_waiting) {
+  const std::string desc = "X-pipelined";
+  test::fake_server node{1, [&](std::size_t, test::fake_peer& peer) {
+    if (peer.read_frame())
+      peer.reply(start_transaction_resp{true, desc, 0});
+    if (peer.read_frame() && peer.read_frame()) {
+      peer.reply(operation_resp{});
+      peer.reply(test::commit_at(91));
+    }
+  }};
+  auto c = connect_to(node.port());
+  auto tx = c.start();
+  BOOST_REQUIRE(tx);
+  auto clock = tx->commit_with({inc("k1", 2), inc("k2", 3)});
+  BOOST_REQUIRE(clock);
+  BOOST_TEST(!tx->active());
+  BOOST_TEST((c.session_clock() == *clock));
+  node.join();
+  const auto& f = node.frames();
+  BOOST_REQUIRE_EQUAL(f.size(), 3u);
+  auto upd = std::get<update_objects_req>(decode(f[1]));
+  BOOST_TEST(upd.transaction_descriptor == desc);
+  BOOST_TEST(ids_of(f[1])
+             == (std::vector<op_id>{{test_client_id, 1}, {test_client_id, 2}}));
+  BOOST_TEST(std::get<commit_transaction_req>(decode(f[2])).transaction_descriptor
+             == desc);
+}
+
+// A failed update aborts the transaction at the node; commit_with returns the
+// update's error, not the commit's "aborted".
+BOOST_AUTO_TEST_CASE(commit_with_returns_the_failed_updates_error) {
+  test::fake_server node{1, [&](std::size_t, test::fake_peer& peer) {
+    if (peer.read_frame())
+      peer.reply(start_transaction_resp{true, "X2", 0});
+    if (peer.read_frame() && peer.read_frame()) {
+      peer.reply(error_resp{make_error(errc::wrong_type, "b/k1 is an orset")});
+      peer.reply(error_resp{make_error(errc::aborted, "the transaction is aborted")});
+    }
+  }};
+  auto c = connect_to(node.port());
+  auto tx = c.start();
+  BOOST_REQUIRE(tx);
+  auto clock = tx->commit_with({inc("k1", 2)});
+  BOOST_REQUIRE(!clock);
+  BOOST_TEST(clock.err().code() == errc::wrong_type);
+  BOOST_TEST(!tx->active());
+  node.join();
+  BOOST_TEST(node.frames().size() == 3u);
+}
+
 BOOST_AUTO_TEST_CASE(dropping_an_active_transaction_aborts_it) {
   test::fake_server node{1, [](std::size_t, test::fake_peer& peer) {
     if (peer.read_frame())
