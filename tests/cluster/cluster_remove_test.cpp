@@ -456,10 +456,7 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
   TALLY_SEED_CONTEXT(rng) {
     constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
     local_cluster cl{"batch"};
-    cl.extra = {"--n-val", "3"};
-    for (int i = 0; i < 3; ++i)
-      BOOST_REQUIRE(cl.add());
-    BOOST_REQUIRE(cl.wait_settled());
+    BOOST_REQUIRE(start_three_copies(cl));
     BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
     const auto before_keys = keys_named("before", 48);
     writes before;

@@ -282,6 +282,26 @@ struct finished_run {
   std::string output; // stderr and stdout
 };
 
+/// A transaction's updates: +1 on every key.
+inline std::vector<counter_inc> increments(const std::vector<object_key>& keys) {
+  std::vector<counter_inc> ups;
+  ups.reserve(keys.size());
+  for (const auto& k : keys)
+    ups.push_back(counter_inc{k, 1});
+  return ups;
+}
+
+/// Starts three nodes with three copies of every partition (`extra` flags
+/// besides --n-val 3) and waits until their views have settled.
+inline bool start_three_copies(local_cluster& cl, std::vector<std::string> extra = {}) {
+  extra.insert(extra.end(), {"--n-val", "3"});
+  cl.extra = std::move(extra);
+  for (int i = 0; i < 3; ++i)
+    if (!cl.add())
+      return false;
+  return cl.wait_settled();
+}
+
 inline finished_run run_tallyd(const std::vector<std::string>& args,
                                std::chrono::milliseconds limit) {
   temp_dir out_dir;

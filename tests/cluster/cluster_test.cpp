@@ -184,9 +184,7 @@ BOOST_AUTO_TEST_CASE(three_nodes_keep_tcc_across_nodes) {
       std::int64_t mine = 0;
       std::string last;
       for (int n = 0; n < 60; ++n) {
-        std::vector<counter_inc> ups;
-        for (const auto& k : group)
-          ups.push_back(counter_inc{k, 1});
+        auto ups = increments(group);
         auto clock = c->update(ups);
         if (!clock)
           return note("writer " + std::to_string(w) + ": " + clock.err().to_string());
@@ -221,9 +219,7 @@ BOOST_AUTO_TEST_CASE(three_nodes_keep_tcc_across_nodes) {
       for (auto v : *before)
         if (v != (*before)[0])
           return note("interactive: fractured snapshot");
-      std::vector<counter_inc> ups;
-      for (const auto& k : group)
-        ups.push_back(counter_inc{k, 1});
+      auto ups = increments(group);
       if (auto u = tx->update(ups); !u)
         return note("interactive update: " + u.err().to_string());
       auto after = tx->read(bound(group));
@@ -401,9 +397,7 @@ std::vector<long long> time_to_write(local_cluster& cl, const std::vector<std::s
   std::vector<std::thread> probes;
   for (std::size_t i = 0; i < through.size(); ++i)
     probes.emplace_back([&, i] {
-      std::vector<counter_inc> ups;
-      for (const auto& k : group)
-        ups.push_back(counter_inc{k, 1});
+      auto ups = increments(group);
       while (clock_type::now() < killed_at + std::chrono::seconds(30)) {
         auto c = connect_to(cl.nodes[through[i]]->port);
         auto r = c ? c->update(ups) : expected<std::string>{c.err()};
@@ -438,10 +432,7 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
     local_cluster cl{"batch"};
-    cl.extra = {"--n-val", "3"}; // TLS node links (the default)
-    for (int i = 0; i < 3; ++i)
-      BOOST_REQUIRE(cl.add());
-    BOOST_REQUIRE(cl.wait_settled()); // a kill during a handoff: docs/REPLICATION.md
+    BOOST_REQUIRE(start_three_copies(cl)); // a kill during a handoff: docs/REPLICATION.md
     BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
     auto keys = load_keys(48);
     std::atomic<bool> stop{false};
@@ -520,17 +511,12 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_loses_nothing_and_every_key_stay
 // (on its socket, unread) when the kill comes.
 BOOST_AUTO_TEST_CASE(with_three_copies_a_write_in_flight_to_a_killed_primary_fails_at_once) {
   local_cluster cl{"batch"};
-  cl.extra = {"--n-val", "3"};
-  for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(cl.add());
-  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(start_three_copies(cl));
   BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
   // One key per partition: a two-phase commit with a prepare on every
   // primary, so on node 2's (it leads the partitions it owns).
   const auto group = one_key_per_partition("inflight");
-  std::vector<counter_inc> ups;
-  for (const auto& k : group)
-    ups.push_back(counter_inc{k, 1});
+  auto ups = increments(group);
   ::kill(cl.nodes[2]->pid, SIGSTOP);
   // The client waits long (no resend of its own), longer than the node's
   // request timeout: the answer it gets is the node's.
@@ -597,15 +583,10 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_write_in_flight_to_a_killed_primary_fai
 // same op ids, commits within about 2 s of the resume.
 BOOST_AUTO_TEST_CASE(with_three_copies_a_prepare_passed_on_to_a_killed_primary_fails_at_once) {
   local_cluster cl{"batch"};
-  cl.extra = {"--n-val", "3"};
-  for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(cl.add());
-  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(start_three_copies(cl));
   BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
   const auto group = one_key_per_partition("passedon");
-  std::vector<counter_inc> ups;
-  for (const auto& k : group)
-    ups.push_back(counter_inc{k, 1});
+  auto ups = increments(group);
   BOOST_REQUIRE(::kill(cl.nodes[1]->pid, SIGSTOP) == 0);
   cl.nodes[2]->stop(SIGKILL);
   // The client's own resends (1 s deadline, 2 resends with the same op
@@ -654,10 +635,7 @@ BOOST_AUTO_TEST_CASE(with_three_copies_a_prepare_passed_on_to_a_killed_primary_f
 // node 2 killed as soon as the cluster has settled again.
 BOOST_AUTO_TEST_CASE(with_three_copies_a_kill_9_right_after_a_restart_fails_over_at_once) {
   local_cluster cl{"batch"};
-  cl.extra = {"--n-val", "3"};
-  for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(cl.add());
-  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(start_three_copies(cl));
   cl.nodes[1]->stop(SIGTERM);
   const auto restarted_at = clock_type::now();
   BOOST_REQUIRE(cl.restart(1));
@@ -713,17 +691,12 @@ std::map<std::uint32_t, std::vector<std::string>> replication_rows(const std::st
 // kill -9, the dead node leads nothing and its copies are listed as down.
 BOOST_AUTO_TEST_CASE(with_three_copies_cluster_status_shows_replicas_primary_and_lag) {
   local_cluster cl{"batch"};
-  cl.extra = {"--n-val", "3"};
-  for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(cl.add());
-  BOOST_REQUIRE(cl.wait_settled());
+  BOOST_REQUIRE(start_three_copies(cl));
   std::vector<std::string> ids;
   for (const auto& n : cl.nodes)
     ids.push_back("tally@127.0.0.1:" + std::to_string(n->cluster_port));
   const auto group = one_key_per_partition("status");
-  std::vector<counter_inc> ups;
-  for (const auto& k : group)
-    ups.push_back(counter_inc{k, 1});
+  auto ups = increments(group);
   {
     auto c = connect_to(cl.nodes[0]->port);
     BOOST_REQUIRE(c);
@@ -799,9 +772,7 @@ void group_stays_atomic_across_a_kill_9(const std::string& n_val) {
     writers.emplace_back([&, w] {
       auto c = connect_to(cl.nodes[w]->port);
       for (int n = 0; c && n < 5000 && !stop.load(); ++n) {
-        std::vector<counter_inc> ups;
-        for (const auto& k : group)
-          ups.push_back(counter_inc{k, 1});
+        auto ups = increments(group);
         {
           std::lock_guard<std::mutex> g{mu};
           ++attempted;
@@ -880,9 +851,7 @@ BOOST_AUTO_TEST_CASE(with_three_copies_transactions_stay_atomic_across_a_kill_9)
 long long decide_after(local_cluster& cl, const std::function<void()>& fault,
                        const std::function<bool()>& back) {
   auto group = one_key_per_partition("decided");
-  std::vector<counter_inc> ups;
-  for (const auto& k : group)
-    ups.push_back(counter_inc{k, 1});
+  auto ups = increments(group);
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> progress{0};
   // Several writers through node 2: its coordinators are in the middle of
@@ -955,9 +924,7 @@ BOOST_AUTO_TEST_CASE(a_paused_coordinators_prepared_transactions_are_decided_wit
   BOOST_REQUIRE(cl.wait_settled()); // who serves what is fixed from here
   BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
   auto group = one_key_per_partition("paused");
-  std::vector<counter_inc> ups;
-  for (const auto& k : group)
-    ups.push_back(counter_inc{k, 1});
+  auto ups = increments(group);
   // Keys the load never writes, on the partitions the survivors serve.
   std::vector<object_key> other;
   auto others = one_key_per_partition("meanwhile");
@@ -966,9 +933,7 @@ BOOST_AUTO_TEST_CASE(a_paused_coordinators_prepared_transactions_are_decided_wit
       other.push_back(others[p]);
   BOOST_REQUIRE(other.size() >= 2u); // a two-phase commit over survivors
   BOOST_REQUIRE(other.size() < cluster_partitions); // node 2 serves some
-  std::vector<counter_inc> other_ups;
-  for (const auto& k : other)
-    other_ups.push_back(counter_inc{k, 1});
+  auto other_ups = increments(other);
 
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> progress{0};
@@ -1110,9 +1075,7 @@ BOOST_AUTO_TEST_CASE(a_live_partitions_journal_stays_bounded_while_a_dead_coordi
   BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
   auto group = one_key_per_partition("stuck");
   auto mine = one_key_per_partition("load");
-  std::vector<counter_inc> ups;
-  for (const auto& k : group)
-    ups.push_back(counter_inc{k, 1});
+  auto ups = increments(group);
   auto node_of = [&](std::uint32_t p) -> std::size_t {
     for (std::size_t n = 0; n < 3; ++n)
       if (std::filesystem::exists(partition_dir(cl.dir_of(n), p)))

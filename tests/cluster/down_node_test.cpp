@@ -223,10 +223,7 @@ void down_node_catches_up(std::chrono::seconds down) {
   seeded_rng rng;
   TALLY_SEED_CONTEXT(rng) {
     local_cluster cl{"batch"};
-    cl.extra = {"--n-val", "3"}; // TLS node links (the default)
-    for (int i = 0; i < 3; ++i)
-      BOOST_REQUIRE(cl.add());
-    BOOST_REQUIRE(cl.wait_settled());
+    BOOST_REQUIRE(start_three_copies(cl));
     BOOST_REQUIRE(cl.wait_serving({0, 1, 2}));
     const auto keys = [] {
       std::vector<object_key> out;
