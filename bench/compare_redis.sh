@@ -12,6 +12,7 @@
 #   PAIRS="periodic:everysec" WORKLOADS="static" bench/compare_redis.sh
 #   BUILD_DIR=/tmp/build bench/compare_redis.sh
 #   TALLYD_ARGS="--io-threads 1" bench/compare_redis.sh   # extra tallyd flags
+#   FRESH=1 bench/compare_redis.sh           # new servers for every workload
 #
 # PAIRS: tallyd --durability : redis appendfsync, like for like:
 #   periodic:everysec  acknowledged before the sync, synced every second
@@ -21,6 +22,10 @@
 # Redis: GET, GET, MULTI/INCRBY/INCRBY/EXEC), multi (static-multi:4:4);
 # not run unless named: reads and writes (static with 100:0 and 0:100: the
 # two halves of the static mix apart).
+# FRESH: 0 (the default) runs every workload of a pair on the same two
+# servers, one after the other, so later workloads meet a server that has
+# already taken the earlier ones' writes (docs/PERFORMANCE.md, "Steady
+# state"); 1 starts both servers afresh, with empty data, for each workload.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -31,6 +36,7 @@ OUT=${OUT:-bench-results/load}
 PAIRS=${PAIRS:-"periodic:everysec batch:always"}
 TALLYD_ARGS=${TALLYD_ARGS:-}
 WORKLOADS=${WORKLOADS:-"static pipelined interactive multi"}
+FRESH=${FRESH:-0}
 
 command -v redis-server >/dev/null || {
   echo "compare_redis: redis-server not found (apt-get install redis-server)" >&2
@@ -128,7 +134,13 @@ for pair in $PAIRS; do
   pair_name="$durability-$fsync"
   pair_label="tallyd --durability $durability vs redis appendfsync $fsync"
   start_servers "$durability" "$fsync"
+  first=1
   for w in $WORKLOADS; do
+    if [[ $FRESH == 1 && $first == 0 ]]; then
+      stop_servers
+      start_servers "$durability" "$fsync"
+    fi
+    first=0
     case $w in
       static)
         run_workload static "static counter operations, 80:20, 1,000 uniform keys, 32 connections x 1" \
