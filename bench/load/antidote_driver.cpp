@@ -338,9 +338,7 @@ private:
   outcome update_and_commit(const update_objects_req& uq) {
     auto up = encode_frame(encode_request(uq));
     auto commit = encode_frame(encode_request(commit_transaction_req{uq.transaction_descriptor}));
-    if (!up)
-      return {false, "corrupt", false};
-    if (!commit)
+    if (!up || !commit)
       return {false, "corrupt", false};
     if (auto e = write(*up + *commit); !e.empty())
       return {false, "io", true};

@@ -68,6 +68,14 @@ cli_result run_cli(const std::vector<std::string>& args,
   return r;
 }
 
+// Runs `tally --port PORT args...`, checks that it exits 0, returns stdout.
+std::string succeeds_at(const std::string& port, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--port", port});
+  auto r = run_cli(args);
+  BOOST_TEST(r.code == 0, r.err);
+  return r.out;
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -445,12 +453,7 @@ BOOST_AUTO_TEST_CASE(set_reg_and_flag_commands_against_a_real_node) {
   test::server node{dir.path + "/data", "none"};
   BOOST_REQUIRE(node.start());
   auto port = std::to_string(node.port);
-  auto ok = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--port", port});
-    auto r = run_cli(args);
-    BOOST_TEST(r.code == 0, r.err);
-    return r.out;
-  };
+  auto ok = [&](std::vector<std::string> args) { return succeeds_at(port, std::move(args)); };
   ok({"set", "add", "shop", "tags", "red", "green", "blue"});
   ok({"set", "remove", "shop", "tags", "blue"});
   BOOST_TEST(contains(ok({"set", "read", "shop", "tags"}), "shop/tags = {green, red}"));
@@ -496,12 +499,7 @@ BOOST_AUTO_TEST_CASE(txn_command_against_a_real_node) {
   test::server node{dir.path + "/data", "none"};
   BOOST_REQUIRE(node.start());
   auto port = std::to_string(node.port);
-  auto ok = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--port", port});
-    auto r = run_cli(args);
-    BOOST_TEST(r.code == 0, r.err);
-    return r.out;
-  };
+  auto ok = [&](std::vector<std::string> args) { return succeeds_at(port, std::move(args)); };
   auto out = ok({"txn", "inc", "shop", "a", "1", "read", "shop", "a", "inc", "shop", "b", "2",
                  "inc", "shop", "c", "3"});
   BOOST_TEST(contains(out, "shop/a += 1"), out);
@@ -529,12 +527,7 @@ BOOST_AUTO_TEST_CASE(bcounter_commands_against_a_real_node) {
   test::server node{dir.path + "/data", "none"};
   BOOST_REQUIRE(node.start());
   auto port = std::to_string(node.port);
-  auto ok = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--port", port});
-    auto r = run_cli(args);
-    BOOST_TEST(r.code == 0, r.err);
-    return r.out;
-  };
+  auto ok = [&](std::vector<std::string> args) { return succeeds_at(port, std::move(args)); };
   BOOST_TEST(contains(ok({"bcounter", "inc", "shop", "stock", "10"}), "shop/stock += 10"));
   BOOST_TEST(contains(ok({"bcounter", "dec", "shop", "stock", "3"}), "shop/stock -= 3"));
   ok({"bcounter", "dec", "shop", "stock"});
@@ -568,12 +561,7 @@ BOOST_AUTO_TEST_CASE(map_commands_against_a_real_node) {
   test::server node{dir.path + "/data", "none"};
   BOOST_REQUIRE(node.start());
   auto port = std::to_string(node.port);
-  auto ok = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--port", port});
-    auto r = run_cli(args);
-    BOOST_TEST(r.code == 0, r.err);
-    return r.out;
-  };
+  auto ok = [&](std::vector<std::string> args) { return succeeds_at(port, std::move(args)); };
   auto up = ok({"map", "update", "shop", "cart", "counter:apples", "inc", "3", "set:tags", "add",
                 "red", "green", "reg:note", "set", "gift wrap", "flag:paid", "enable"});
   BOOST_TEST(contains(up, "shop/cart: counter:apples inc 3, set:tags add red green, "
