@@ -843,6 +843,175 @@ BOOST_AUTO_TEST_CASE(a_leave_of_an_owner_serving_from_a_copy_keeps_three_copies)
   }
 }
 
+// Two removals, replayed on a ring (the real one after a start): node
+// `first` removed, then `owner`, the node the first removal gave
+// partition p (it re-creates p's copy and serves p from replicas/<p>);
+// the second gives p to `heir`, which holds no copy of p.
+struct second_removal {
+  std::size_t first = 0, owner = 0, heir = 0;
+  std::uint32_t p = 0;
+};
+
+std::optional<second_removal> find_second_removal(const ring_state& ring,
+                                                  const local_cluster& cl, std::uint32_t q) {
+  auto index_of = [&](const node_id& id) -> std::optional<std::size_t> {
+    for (std::size_t n = 0; n < cl.nodes.size(); ++n)
+      if (id_of(*cl.nodes[n]) == id)
+        return n;
+    return std::nullopt;
+  };
+  auto removed = [](ring_state r, const node_id& id) -> std::optional<ring_state> {
+    if (!r.remove(id, 1, {}))
+      return std::nullopt;
+    auto claimant = r.claimant();
+    if (!claimant || !r.claim(*claimant))
+      return std::nullopt;
+    return r;
+  };
+  for (std::size_t d = 1; d < cl.nodes.size(); ++d) {
+    auto r1 = removed(ring, id_of(*cl.nodes[d]));
+    if (!r1)
+      continue;
+    for (std::uint32_t p = 0; p < q; ++p) {
+      if (ring.owners().owners[p] != id_of(*cl.nodes[d]))
+        continue;
+      auto o = index_of(r1->owners().owners[p]);
+      if (!o)
+        continue;
+      auto r2 = removed(*r1, id_of(*cl.nodes[*o]));
+      if (!r2)
+        continue;
+      auto h = index_of(r2->owners().owners[p]);
+      if (h && !in_copy_set(*r1, p, r2->owners().owners[p]))
+        return second_removal{d, *o, *h, p};
+    }
+  }
+  return std::nullopt;
+}
+
+// A second removal (docs/REPLICATION.md, "A removed node's copies"): the
+// removed node is an owner that serves a partition p from the copy the
+// first removal re-created there, and the node the claim gives p to holds
+// no copy of it. No handoff can bring one (the owner is dead), so the new
+// owner must open a copy of p and have it filled from the two copies left
+// (recreate_removed, a removal record of p). n_val 3 on 6 nodes: with 5,
+// after two removals every node left holds every partition and the case
+// cannot arise. Which removals make the case depends on the node ids (the
+// cluster ports), so the cluster is started again with new ports until its
+// ring has such a pair (replayed on the saved ring: find_second_removal).
+// The first node is killed and removed; then the owner, under writes.
+// Every partition must show 3 current copies again within 90 s, the heir
+// must hold a copy of p, no node two copies of one partition, fewer than 1%
+// of the writes during the removal may fail, every acknowledged write must
+// read back through the nodes left, and, with another of p's copies
+// killed, through the nodes still up (the heir's copy is one of p's two).
+BOOST_AUTO_TEST_CASE(a_second_removal_gives_its_new_owner_a_copy_filled_from_the_others) {
+  seeded_rng rng;
+  TALLY_SEED_CONTEXT(rng) {
+    constexpr std::uint32_t q = 8; // the test servers' ring size (--partitions 8)
+    std::unique_ptr<local_cluster> cl;
+    std::optional<second_removal> plan;
+    for (int attempt = 1; attempt <= 8 && !plan; ++attempt) {
+      cl = std::make_unique<local_cluster>("batch");
+      cl->extra = {"--n-val", "3"};
+      for (int i = 0; i < 6; ++i)
+        BOOST_REQUIRE(cl->add());
+      BOOST_REQUIRE(cl->wait_settled(std::chrono::milliseconds{90000}));
+      auto saved = load_ring(cl->dir_of(0));
+      BOOST_REQUIRE(saved && *saved);
+      plan = find_second_removal(**saved, *cl, q);
+      BOOST_TEST_MESSAGE("start " << attempt << ": "
+                         << (plan ? "its ring has the case" : "its ring has not the case"));
+    }
+    BOOST_REQUIRE_MESSAGE(plan, "8 starts, no ring with a second removal that gives a partition"
+                                " to a node holding none of it");
+    const auto [first, x, heir, p] = *plan;
+    BOOST_TEST_MESSAGE("node " << first << " is removed, then node " << x << ", which then owns "
+                       "partition " << p << "; node " << heir << " takes it, holding nothing "
+                       "of it");
+    std::vector<std::size_t> all{0, 1, 2, 3, 4, 5};
+    BOOST_REQUIRE(cl->wait_serving(all));
+    const auto before_keys = keys_named("before", 48);
+    writes before;
+    write_load(cl->nodes[0]->port, before_keys, rng.gen(), 300, before);
+    BOOST_TEST_REQUIRE(before.failures == 0u, before.first_failure);
+
+    // The first removal, through node 0.
+    std::vector<std::size_t> live;
+    for (auto n : all)
+      if (n != first)
+        live.push_back(n);
+    cl->nodes[first]->stop(SIGKILL);
+    BOOST_REQUIRE(cl->wait_serving(live));
+    auto removed = admin_of(*cl, 0, "remove", {id_of(*cl->nodes[first])});
+    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+    std::string last;
+    BOOST_TEST_REQUIRE(wait_status(*cl, live, copies_settled, std::chrono::milliseconds{90000},
+                                   last),
+                       "status never settled after the first removal:\n" << last);
+    // Copies the removal retired (outside their partition's new copy set)
+    // are deleted a few seconds later: then every partition has 3 copies.
+    const auto extra = wait_copy_folders(*cl, live, q, 3, std::chrono::milliseconds{60000});
+    BOOST_TEST_REQUIRE(extra.empty(), "copy folders per partition after the first removal: "
+                                          << extra);
+    auto after_first = load_ring(cl->dir_of(0));
+    BOOST_REQUIRE(after_first && *after_first);
+    BOOST_REQUIRE_MESSAGE(!in_copy_set(**after_first, p, id_of(*cl->nodes[heir])),
+                          "the ring after the first removal is not the one replayed: node "
+                            << heir << " is in partition " << p << "'s copy set");
+    BOOST_REQUIRE_MESSAGE(holds_copy(*cl, x, p)
+                            && !std::filesystem::exists(cl->dir_of(x) + "/partitions/"
+                                                        + std::to_string(p)),
+                          "node " << x << " does not serve partition " << p << " from a copy");
+    BOOST_REQUIRE_MESSAGE(!holds_copy(*cl, heir, p),
+                          "node " << heir << " holds a copy of partition " << p << " already");
+
+    // The second, of p's owner, killed and removed under writes.
+    std::vector<std::size_t> stay;
+    for (auto n : live)
+      if (n != x)
+        stay.push_back(n);
+    const auto dead = id_of(*cl->nodes[x]);
+    cl->nodes[x]->stop(SIGKILL);
+    BOOST_REQUIRE(cl->wait_serving(stay, std::chrono::milliseconds{30000}));
+    const auto during_keys = keys_named("during", 48);
+    writes during;
+    std::thread load{write_load, cl->nodes[stay[0]]->port, std::cref(during_keys), rng.gen(),
+                     std::size_t{400}, std::ref(during)};
+    removed = admin_of(*cl, stay[0], "remove", {dead});
+    const bool settled = wait_status(*cl, stay, copies_settled,
+                                     std::chrono::milliseconds{90000}, last);
+    load.join();
+    BOOST_TEST_REQUIRE(removed.rfind("ERROR: ", 0) == std::string::npos, removed);
+    BOOST_TEST(removed.find("LOST") == std::string::npos, removed);
+    auto now = load_ring(cl->dir_of(stay[0]));
+    BOOST_REQUIRE(now && *now);
+    BOOST_REQUIRE_MESSAGE((**now).owners().owners[p] == id_of(*cl->nodes[heir]),
+                          "partition " << p << " went to " << (**now).owners().owners[p]
+                                       << ", not to node " << heir << " as replayed");
+    BOOST_TEST(settled, "status never showed 3 current copies after the removal:\n" << last);
+    BOOST_TEST(holds_copy(*cl, heir, p),
+               "the new owner of partition " << p << " holds no copy of it");
+    expect_one_copy_each_and_every_write(*cl, stay, q, before_keys, before, during_keys, during);
+
+    // The heir's copy holds the data: with another of p's copies killed,
+    // every acknowledged write still reads back.
+    std::optional<std::size_t> other;
+    for (auto n : stay)
+      if (n != heir && holds_copy(*cl, n, p))
+        other = n;
+    BOOST_REQUIRE_MESSAGE(other, "no node besides the heir holds a copy of partition " << p);
+    cl->nodes[*other]->stop(SIGKILL);
+    std::vector<std::size_t> left;
+    for (auto n : stay)
+      if (n != *other)
+        left.push_back(n);
+    BOOST_REQUIRE(cl->wait_serving(left, std::chrono::milliseconds{30000}));
+    expect_values(*cl, left, before_keys, before, true);
+    expect_values(*cl, left, during_keys, during, false);
+  }
+}
+
 // One copy per node (docs/REPLICATION.md, "One copy per node"): a node
 // that starts with an owner's store of a partition another node owns
 // (`unopened`, as after a crash in the middle of handing it off) opens a
