@@ -152,14 +152,19 @@ void replicated_routes(mem_self self) {
     const auto& mine = *plan.mine;
     auto& handle = st.local[p] && st.closed.count(p) == 0 ? st.local[p] : st.copies[p];
     // A new actor for this node's copy (reopened, received, replaced) is
-    // configured too, even when the plan did not change.
-    auto key = mine.key() + "|" + std::to_string(handle ? handle.id() : 0);
+    // configured too, even when the plan did not change, and so is every
+    // copy when the ring's epoch moves: its rounds and batches carry the
+    // epoch of its node's view (docs/REPLICATION.md, "Rounds across two
+    // copy sets").
+    const auto ring_epoch = st.ring->owners().epoch;
+    auto key = mine.key() + "|" + std::to_string(handle ? handle.id() : 0) + "|"
+               + std::to_string(ring_epoch);
     auto& last = st.configured[p];
     if (last == key)
       continue;
     last = key;
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
-               mine.primary, mine.peers, mine.handles, mine.w, mine.filling);
+               mine.primary, mine.peers, mine.handles, mine.w, mine.filling, ring_epoch);
   }
   st.routes->store(std::move(table));
 }

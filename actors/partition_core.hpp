@@ -497,7 +497,10 @@ public:
   /// save itself (synced at once): docs/REPLICATION.md, "Persistent
   /// promises".
   const copy_term& promised_term() const noexcept { return log_->promised_term(); }
-  status save_promised_term(const copy_term& t) { return log_->save_promised_term(t); }
+  std::uint64_t promised_epoch() const noexcept { return log_->promised_epoch(); }
+  status save_promised_term(const copy_term& t, std::uint64_t epoch) {
+    return log_->save_promised_term(t, epoch);
+  }
 
   /// The transaction of the record at `at` (nullopt for LSN 0, "before the
   /// first record"): a copy compares it with another's to check that its

@@ -55,6 +55,10 @@ constexpr std::uint8_t filling_flag = 0x80;
 // it granted another copy a read lease that still holds: the round is
 // retried once it runs out.
 constexpr std::uint8_t leased_flag = 0x40;
+// Set in the role an r_fence refusal carries when the copy refused because
+// it promised a round (or took a batch) of a newer view, a higher ring
+// epoch than the round's: the promoter's view is behind.
+constexpr std::uint8_t newer_view_flag = 0x20;
 // What the primary counts of a grant: 9/10 of read_lease from when it
 // sent, less 5 ms.
 constexpr auto counted_lease =
@@ -324,7 +328,7 @@ void partition_replication::send_to(caf::event_based_actor* self, partition_core
   // tick() gives up on a batch unanswered for link_timeout (a dead or
   // paused node answers nothing, CAF-NOTES.md "Multi-node").
   self->send(p.handle, r_append_atom::value, self_node_, p.flight, p.flight_eager,
-             encode_batch(b), po, ps, pt.n, pt.by, term_.n, term_.by);
+             encode_batch(b), po, ps, pt.n, pt.by, term_.n, term_.by, ring_epoch_);
 }
 
 bool partition_replication::eager(const peer_link& p) const {
@@ -463,10 +467,12 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
                                       copy_role role, node_id primary,
                                       std::vector<node_id> peers,
                                       std::vector<caf::actor> handles, std::uint32_t w,
-                                      bool filling) {
+                                      bool filling, std::uint64_t ring_epoch) {
   const copy_role before = role_;
   filling_ = filling;
   configured_ = true;
+  // Views only move forward; the epoch its rounds and batches carry.
+  ring_epoch_ = std::max(ring_epoch_, ring_epoch);
   // The same configuration again (the membership re-sends on every change
   // of the table) changes nothing.
   bool same_peers = peers.size() == peers_.size();
@@ -477,8 +483,15 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   if (same_peers && w == w_ && primary == primary_
       && (wants_primary ? is_primary : before == role)) {
     wants_primary_ = wants_primary;
+    if (before == copy_role::promoting && core)
+      promote(self, *core); // waiting for its view to reach a promised epoch, maybe
     return;
   }
+  // Whether the nodes of its copy set change (not just their actors).
+  bool same_nodes = peers.size() == peers_.size();
+  for (std::size_t i = 0; same_nodes && i < peers.size(); ++i)
+    same_nodes = std::any_of(peers_.begin(), peers_.end(),
+                             [&](const peer_link& l) { return l.node == peers[i]; });
   if (before == copy_role::stale && role != copy_role::solo)
     return; // a stale copy stays out until it is replaced
   wants_primary_ = role == copy_role::primary;
@@ -554,9 +567,29 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     promote(self, *core);
     return;
   }
+  if (before == copy_role::primary && !same_nodes) {
+    // Its copy set changed (a join, leave or removal): it leads the new set
+    // only after a take-over round over it, under a term of the new view's
+    // epoch. Kept leading under its old term, copies of the old set that
+    // are still on the old view could gather a quorum of their own (two of
+    // three, around it) while it writes to the new one (docs/REPLICATION.md,
+    // "Rounds across two copy sets"). The copies the change adds are being
+    // filled and count only when every copy promised, so the round's
+    // promises come from copies of the old set too: the old set's copies
+    // that promise refuse every round and batch of the older view from then
+    // on (copy_fence.hpp, epochs).
+    stop_leading("partition " + std::to_string(index_)
+                 + ": its copy set changed before the write reached " + std::to_string(w_)
+                 + " copies; its outcome is unknown: retry with the same op ids");
+    log(log_level::info, "partition ", core->index(), ": its copy set changed (ring epoch ",
+        ring_epoch_, "): leads it after a take-over round");
+    set_role(copy_role::promoting);
+    promote(self, *core);
+    return;
+  }
   if (before == copy_role::primary || before == copy_role::solo) {
-    if (before == copy_role::solo)
-      term_ = fence_.start_round(self_node_, wall_clock_us()); // no other copy to ask
+    if (before == copy_role::solo) // no other copy to ask
+      term_ = fence_.start_round(self_node_, wall_clock_us(), ring_epoch_);
     save_promise(core);
     become_primary(self, *core);
     return;
@@ -632,7 +665,7 @@ void partition_replication::send_seed_chunk(caf::event_based_actor* self, const 
   const auto offset = st.offset;
   const auto size = chunk.size();
   self->request(p->handle, 3 * link_timeout, r_seed_atom::value, self_node_, offset,
-                std::move(chunk), last, term_.n, term_.by)
+                std::move(chunk), last, term_.n, term_.by, ring_epoch_)
     .then(
       [this, self, node, epoch, offset, size, last](std::uint64_t end, std::uint8_t status) {
         if (epoch != epoch_)
@@ -688,6 +721,17 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     }
     return;
   }
+  if (!fence_.may_lead_in(ring_epoch_)) {
+    // It promised a round (or took a batch) of a newer view than its own:
+    // copies of that view refuse its round, and copies still on its view
+    // must not promise it (docs/REPLICATION.md, "Rounds across two copy
+    // sets"). It tries again once its membership configures it from that
+    // view or a later one.
+    log(log_level::debug, "partition ", core.index(), ": promised a round of ring epoch ",
+        fence_.promised_epoch(), ", its view is of ", ring_epoch_,
+        ": takes over only once its view catches up");
+    return;
+  }
   promote_round_ = epoch_;
   // Every acknowledged write is on w of the n copies; the copies that
   // promise this round's term, this one included, are n - w + 1 or more:
@@ -695,7 +739,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   // now on (replication/copy_fence.hpp).
   const std::size_t n = peers_.size() + 1;
   const std::size_t need = n - std::min<std::size_t>(w_, n); // answers besides this copy
-  term_ = fence_.start_round(self_node_, wall_clock_us());
+  term_ = fence_.start_round(self_node_, wall_clock_us(), ring_epoch_);
   save_promise(&core);
   struct answer {
     std::size_t peer = 0;
@@ -709,6 +753,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     bool finished = false;   // decided (late answers change nothing)
     bool higher = false; // a refusal named a term above this round's
     bool leased = false; // a copy refused: it granted another a read lease
+    bool newer_view = false; // a copy refused: it promised a newer view's round
     // The copy with the most up-to-date journal: the highest term of its
     // last record, then the longest (Raft's election restriction,
     // Ongaro and Ousterhout 2014, Sec. 5.4.1); this copy on a tie.
@@ -761,6 +806,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           " other copies needed promised term ", term_.to_string(),
           (r->higher ? " (a higher term was promised)" : ""),
           (r->leased ? " (a read lease granted to another copy still holds)" : ""),
+          (r->newer_view ? " (a copy promised a round of a newer view)" : ""),
           "; retrying");
       if ((r->higher || r->leased) && !pump_scheduled_) {
         // Soon again, under a term above the one they named.
@@ -821,7 +867,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (!peers_[i].handle)
       continue;
     ++r->asked;
-    self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by)
+    self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by,
+                  ring_epoch_)
       .then(
         [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t role,
                            std::uint64_t last_o, std::uint64_t last_s, std::uint64_t tn,
@@ -830,6 +877,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
             ++r->refused;
             if (role & leased_flag)
               r->leased = true;
+            if (role & newer_view_flag)
+              r->newer_view = true;
             copy_term theirs{pn, std::move(pby)};
             if (term_ < theirs)
               r->higher = true; // else: stale, or no copy open there (handed off)
@@ -1087,9 +1136,11 @@ void partition_replication::report_stale(caf::event_based_actor* self, partition
 }
 
 bool partition_replication::save_promise(partition_core* c) {
-  if (!c || c->promised_term() == fence_.promised())
+  if (!c
+      || (c->promised_term() == fence_.promised()
+          && c->promised_epoch() == fence_.promised_epoch()))
     return true;
-  if (auto st = c->save_promised_term(fence_.promised()); !st) {
+  if (auto st = c->save_promised_term(fence_.promised(), fence_.promised_epoch()); !st) {
     log(log_level::warn, "partition ", index_, ": cannot save its promise of term ",
         fence_.promised().to_string(), ": ", st.err().to_string());
     return false;
@@ -1147,7 +1198,8 @@ void partition_replication::renew_lease(caf::event_based_actor* self) {
     p.lease_in_flight = true;
     const auto sent = std::chrono::steady_clock::now();
     const node_id node = p.node;
-    self->request(p.handle, link_timeout, r_lease_atom::value, self_node_, term_.n, term_.by)
+    self->request(p.handle, link_timeout, r_lease_atom::value, self_node_, term_.n, term_.by,
+                  ring_epoch_)
       .then(
         [this, self, epoch, node, sent](bool ok, std::uint64_t pn, node_id& pby) {
           auto* q = find_peer(node);
@@ -1198,7 +1250,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     index_ = c->index();
     // What this copy promised before a restart, and the term it last wrote
     // under (a copy that took a batch of term t had promised t).
-    fence_.restore(c->promised_term(), c->last_term());
+    fence_.restore(c->promised_term(), c->last_term(), c->promised_epoch());
     // A read lease granted before a restart is not known: for read_lease
     // from its start this copy promises no round (docs/REPLICATION.md,
     // "Read leases").
@@ -1207,12 +1259,12 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
   return {
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
                  std::vector<node_id>& peers, std::vector<caf::actor>& handles,
-                 std::uint32_t w, bool filling) {
+                 std::uint32_t w, bool filling, std::uint64_t ring_epoch) {
       membership_ = caf::actor_cast<caf::actor>(self->current_sender());
       if (peers.size() != handles.size() || role > static_cast<std::uint8_t>(copy_role::stale))
         return;
       configure(self, core_(), static_cast<copy_role>(role), std::move(primary),
-                std::move(peers), std::move(handles), w, filling);
+                std::move(peers), std::move(handles), w, filling, ring_epoch);
     },
     [this, self](r_acked_atom, std::uint64_t flight, std::uint64_t end,
                  std::uint8_t status, std::uint64_t promised_n, node_id& promised_by) {
@@ -1226,7 +1278,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     [this, self](r_append_atom, node_id& from, std::uint64_t flight, bool sync_now,
                  std::string& bytes,
                  std::uint64_t prev_o, std::uint64_t prev_s, std::uint64_t prev_term_n,
-                 node_id& prev_term_by, std::uint64_t term_n, node_id& term_by) {
+                 node_id& prev_term_by, std::uint64_t term_n, node_id& term_by,
+                 std::uint64_t ring_epoch) {
       // Answered with r_acked to the sender (the primary's partition actor).
       auto to = caf::actor_cast<caf::actor>(self->current_sender());
       auto answer = [this, self, to, flight](std::uint64_t end, repl_status s) {
@@ -1238,7 +1291,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       if (!c)
         return answer(0, repl_status::refused);
       const lsn end = c->log_end();
-      if (!fence_.admits(copy_term{term_n, std::move(term_by)}))
+      if (!fence_.admits(copy_term{term_n, std::move(term_by)}, ring_epoch))
         return answer(end, repl_status::fenced);
       if (!save_promise(c))
         return answer(end, repl_status::refused);
@@ -1322,10 +1375,11 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       return {status(repl_status::applied), encode_batch(*b)};
     },
     [this](r_seed_atom, node_id& from, std::uint64_t offset, std::string& bytes, bool last,
-           std::uint64_t term_n, node_id& term_by) -> std::tuple<std::uint64_t, std::uint8_t> {
+           std::uint64_t term_n, node_id& term_by,
+           std::uint64_t ring_epoch) -> std::tuple<std::uint64_t, std::uint8_t> {
       auto* c = core_();
       auto status = [](repl_status s) { return static_cast<std::uint8_t>(s); };
-      if (!fence_.admits(copy_term{term_n, std::move(term_by)}))
+      if (!fence_.admits(copy_term{term_n, std::move(term_by)}, ring_epoch))
         return {0, status(repl_status::fenced)};
       if (!c || role_ != copy_role::replica || from != primary_ || !reopen_ || !save_promise(c))
         return {0, status(repl_status::refused)};
@@ -1366,13 +1420,14 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     },
     // A primary renews its read lease (docs/REPLICATION.md, "Read leases"):
     // granted as with a batch, by a replica of that primary.
-    [this](r_lease_atom, node_id& from, std::uint64_t term_n, node_id& term_by)
-      -> std::tuple<bool, std::uint64_t, node_id> {
+    [this](r_lease_atom, node_id& from, std::uint64_t term_n, node_id& term_by,
+           std::uint64_t ring_epoch) -> std::tuple<bool, std::uint64_t, node_id> {
       auto* c = core_();
       auto answer = [this](bool ok) -> std::tuple<bool, std::uint64_t, node_id> {
         return {ok, fence_.promised().n, fence_.promised().by};
       };
-      if (!c || !fence_.admits(copy_term{term_n, std::move(term_by)}) || !save_promise(c))
+      if (!c || !fence_.admits(copy_term{term_n, std::move(term_by)}, ring_epoch)
+          || !save_promise(c))
         return answer(false);
       if (role_ != copy_role::replica || from != primary_)
         return answer(false);
@@ -1391,7 +1446,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     // its term, and say how far this journal goes. Promised, a primary or
     // a promoting copy of a lower term steps down; a replica takes
     // batches from the promoter from now on.
-    [this, self](r_fence_atom, std::uint64_t term_n, node_id& term_by)
+    [this, self](r_fence_atom, std::uint64_t term_n, node_id& term_by, std::uint64_t ring_epoch)
       -> std::tuple<bool, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t,
                     std::uint64_t, node_id, std::uint64_t, node_id> {
       auto* c = core_();
@@ -1412,12 +1467,16 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       // may be serving reads, so no other round gets this promise before it
       // runs out (docs/REPLICATION.md, "Read leases").
       const bool leased = leased_to_other(t.by);
+      // A round of an older view than one this copy promised (or took a
+      // batch of) is refused whatever its term (copy_fence.hpp, epochs).
+      const bool older_view = ring_epoch < fence_.promised_epoch();
       if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !member || leased
-          || !fence_.promise(t) || !save_promise(c)) {
+          || !fence_.promise(t, ring_epoch) || !save_promise(c)) {
         const auto& p = fence_.promised();
         return {false, 0,
                 static_cast<std::uint8_t>(static_cast<std::uint8_t>(role_)
-                                          | (leased ? leased_flag : 0)),
+                                          | (leased ? leased_flag : 0)
+                                          | (older_view ? newer_view_flag : 0)),
                 no_prev, no_prev, 0, node_id{}, p.n, p.by};
       }
       if (role_ == copy_role::primary || role_ == copy_role::promoting) {

@@ -16,8 +16,9 @@
 //
 // Messages (atoms in actors/atoms.hpp), between copies of one partition:
 //   (r_append, from node, batch bytes, prev origin, prev seq, prev term n,
-//        prev term by, term n, term by): prev = the transaction and term of
-//        the record before the batch (the prefix check)
+//        prev term by, term n, term by, epoch): prev = the transaction and
+//        term of the record before the batch (the prefix check); epoch =
+//        the ring epoch of the primary's view (copy_fence.hpp)
 //        -> (end, status)   status: r_applied | r_gap (send from `end`) |
 //                           r_refused (not your replica) | r_diverged |
 //                           r_fenced (a higher term was promised here)
@@ -25,15 +26,17 @@
 //        max records)
 //        -> (status, batch bytes)  status: r_applied | r_diverged |
 //                           r_folded (needs a full copy) | r_refused
-//   (r_fence, term n, term by) -> (promised, end, role, origin and seq of
+//   (r_fence, term n, term by, epoch) -> (promised, end, role, origin and seq of
 //        the tx of the record at end - 1, term n and by of that record,
 //        promised term n, by): a take-over round's question
 //        (replication/copy_fence.hpp); a primary that promises a higher
 //        term than its own steps down; role has bit 0x80 set when the copy
-//        is being filled (or not configured yet)
+//        is being filled (or not configured yet), in a refusal 0x40 when it
+//        granted another copy a read lease, 0x20 when it promised a round
+//        of a newer view (a higher ring epoch)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
-//   (r_lease, from node, term n, term by) -> (granted, promised term n, by):
+//   (r_lease, from node, term n, term by, epoch) -> (granted, promised term n, by):
 //        a primary renews its read lease without a batch; granted by a
 //        replica of that primary (docs/REPLICATION.md, "Read leases")
 //   (r_tail) -> (end, origin and seq of the tx of the record at end - 1, term
@@ -43,12 +46,14 @@
 //        when it holds another or ends before it, -1 when it cannot tell
 //        (folded): asked of the primary before a retired copy is deleted
 //        (actors/copy_retirement.hpp)
-//   (r_seed, from node, offset, bytes, last, term n, term by) -> (end,
+//   (r_seed, from node, offset, bytes, last, term n, term by, epoch) -> (end,
 //        status): a full copy of the primary's store, in order, for a copy
 //        its log cannot bring up to date (docs/REPLICATION.md, "Full copies")
 // from the membership actor of the same node:
-//   (r_config, role, primary node, peer nodes, peer actors, w, filling)
+//   (r_config, role, primary node, peer nodes, peer actors, w, filling,
+//        epoch)
 //        filling: this copy is being filled; it promises no take-over round
+//        epoch: the ring epoch of the view the configuration comes from
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -249,7 +254,8 @@ private:
 
   void configure(caf::event_based_actor* self, partition_core* core, copy_role role,
                  node_id primary, std::vector<node_id> peers,
-                 std::vector<caf::actor> handles, std::uint32_t w, bool filling);
+                 std::vector<caf::actor> handles, std::uint32_t w, bool filling,
+                 std::uint64_t ring_epoch);
   void pump(caf::event_based_actor* self, partition_core& core);
   void send_to(caf::event_based_actor* self, partition_core& core, peer_link& p);
   void on_acked(caf::event_based_actor* self, std::uint64_t flight, std::uint64_t end,
@@ -343,6 +349,10 @@ private:
   std::vector<round_answer> round_answers_;
   std::uint32_t index_ = 0;
   copy_fence fence_;   // the terms this copy promised (replication/copy_fence.hpp)
+  // The ring epoch of the view its membership last configured it from: what
+  // its rounds and batches carry (docs/REPLICATION.md, "Rounds across two
+  // copy sets").
+  std::uint64_t ring_epoch_ = 0;
   copy_term term_;     // the term it leads under (primary), or tries to (promoting)
   copy_term staged_term_; // the last term whose term record it staged
   bool wants_primary_ = false; // its membership's last r_config named it primary

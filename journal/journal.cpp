@@ -30,6 +30,9 @@ constexpr std::string_view meta_folded_term = "folded_term";
 // under (docs/FORMAT.md; docs/REPLICATION.md, "Persistent promises"):
 // written by save_promised_term, synced; absent: term 0.
 constexpr std::string_view meta_promised_term = "promised_term";
+// The ring epoch of that promise (docs/REPLICATION.md, "Rounds across two
+// copy sets"): u64, written with it; absent: 0.
+constexpr std::string_view meta_promised_epoch = "promised_epoch";
 
 // The time a decision entry carries: a clock's largest entry (Tally runs
 // one data centre, so its only one).
@@ -281,6 +284,15 @@ expected<bool> journal::init_or_check_meta(storage_txn& txn) {
     if (!t)
       return t.err();
     *into = std::move(*t);
+  }
+  auto epoch = txn.get(store_db::meta, meta_promised_epoch);
+  if (!epoch)
+    return epoch.err();
+  if (epoch->has_value()) {
+    auto e = decode_u64(**epoch, "meta promised_epoch");
+    if (!e)
+      return e.err();
+    promised_epoch_ = *e;
   }
   return false;
 }
@@ -1260,13 +1272,15 @@ status journal::apply_checkpoint(
   return {};
 }
 
-status journal::save_promised_term(const copy_term& t) {
+status journal::save_promised_term(const copy_term& t, std::uint64_t epoch) {
   if (stopped_)
     return stopped_error();
   auto txn = env_->begin(true);
   if (!txn)
     return txn.err();
   if (auto st = (*txn)->put(store_db::meta, meta_promised_term, encode_term_value(t)); !st)
+    return st;
+  if (auto st = (*txn)->put(store_db::meta, meta_promised_epoch, encode_u64(epoch)); !st)
     return st;
   // Synced whatever the durability mode: a promise is relied on by the
   // round that counted it, across a crash of this copy.
@@ -1281,6 +1295,7 @@ status journal::save_promised_term(const copy_term& t) {
     return st;
   }
   promised_term_ = t;
+  promised_epoch_ = epoch;
   return {};
 }
 

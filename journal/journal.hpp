@@ -416,10 +416,14 @@ public:
   /// never saved): its fence after a restart (docs/REPLICATION.md,
   /// "Persistent promises").
   const copy_term& promised_term() const noexcept { return promised_term_; }
-  /// Saves `t` as the promised term, in a synced LMDB transaction of its
-  /// own (whatever the durability mode). errc::storage_full leaves the
-  /// journal usable; any other failure stops it (io_error).
-  status save_promised_term(const copy_term& t);
+  /// The ring epoch of that promise (meta `promised_epoch`; 0 when never
+  /// saved: docs/REPLICATION.md, "Rounds across two copy sets").
+  std::uint64_t promised_epoch() const noexcept { return promised_epoch_; }
+  /// Saves `t` as the promised term and `epoch` as its ring epoch, in a
+  /// synced LMDB transaction of its own (whatever the durability mode).
+  /// errc::storage_full leaves the journal usable; any other failure stops
+  /// it (io_error).
+  status save_promised_term(const copy_term& t, std::uint64_t epoch = 0);
 
   /// One past the last record of the log that is an abort, or a commit
   /// whose commit time may be <= `c` (its largest entry is <= c's largest:
@@ -554,6 +558,7 @@ private:
   std::vector<std::pair<lsn, std::uint64_t>> decided_scratch_; // append's new ones
   copy_term folded_term_;
   copy_term promised_term_; // meta `promised_term`
+  std::uint64_t promised_epoch_ = 0; // meta `promised_epoch`
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 

@@ -33,6 +33,15 @@
 // copy restores it (restore()); it still starts as a replica of nobody
 // (it takes batches only once its membership names a primary).
 //
+// Epochs (docs/REPLICATION.md, "Rounds across two copy sets"): every round
+// and batch also carries the ring epoch of the view its sender's copy set
+// came from. A copy that promised a round of epoch e refuses rounds and
+// batches of every epoch below e, whatever their term numbers: once a
+// round of a newer view has its promises, a copy still on an older view
+// cannot gather promises or acknowledgements from them, however high a
+// term its next attempt picks. Epochs only add refusals: the order of
+// terms, which the rounds' election restriction relies on, is unchanged.
+//
 // Plain values: no actors, no clock, no I/O; one owner (the partition actor).
 #pragma once
 
@@ -50,37 +59,45 @@ class copy_fence {
 public:
   /// The highest term this copy promised (or led under).
   const copy_term& promised() const noexcept { return promised_; }
+  /// The highest ring epoch of a round it promised or a batch it took.
+  std::uint64_t promised_epoch() const noexcept { return promised_epoch_; }
 
-  /// A take-over round under `t` asks for this copy's promise: true (and
-  /// promised) when `t` is above every term promised before.
-  bool promise(const copy_term& t) {
+  /// A take-over round under `t`, of a view of ring epoch `epoch`, asks for
+  /// this copy's promise: true (and promised) when `t` is above every term
+  /// promised before and `epoch` is not below the epoch promised.
+  bool promise(const copy_term& t, std::uint64_t epoch = 0) {
     saw(t);
-    if (!(promised_ < t))
+    if (epoch < promised_epoch_ || !(promised_ < t))
       return false;
     promised_ = t;
+    promised_epoch_ = epoch;
     return true;
   }
 
-  /// A batch (or a piece of a full copy) sent under term `t`: true when
-  /// this copy may take it (no higher term promised); raises the promise
-  /// to `t`.
-  bool admits(const copy_term& t) {
+  /// A batch (or a piece of a full copy) sent under term `t` by a primary
+  /// whose view is of ring epoch `epoch`: true when this copy may take it
+  /// (no higher term and no newer epoch promised); raises the promise to
+  /// `t` and `epoch`.
+  bool admits(const copy_term& t, std::uint64_t epoch = 0) {
     saw(t);
-    if (t < promised_)
+    if (epoch < promised_epoch_ || t < promised_)
       return false;
     promised_ = t;
+    promised_epoch_ = epoch;
     return true;
   }
 
   /// After a restart: what this copy promised before (saved with its
-  /// journal) and the term of its last record; the promise becomes the
-  /// higher of them if that is above the one it holds.
-  void restore(const copy_term& saved, const copy_term& last_written) {
+  /// journal, with its epoch) and the term of its last record; the promise
+  /// becomes the higher of them if that is above the one it holds.
+  void restore(const copy_term& saved, const copy_term& last_written,
+               std::uint64_t saved_epoch = 0) {
     for (const auto* t : {&saved, &last_written})
       if (promised_ < *t) {
         promised_ = *t;
         saw(*t);
       }
+    promised_epoch_ = std::max(promised_epoch_, saved_epoch);
   }
 
   /// A term heard of elsewhere (a refusal names the higher one it promised).
@@ -89,13 +106,21 @@ public:
       highest_ = t;
   }
 
-  /// A new term for a round by `self`, above every term seen and at least
-  /// `now_us`; promised here (the promoter is one of the copies that
-  /// promise).
-  copy_term start_round(const node_id& self, std::uint64_t now_us) {
+  /// Whether this copy may start a round, or lead, under a view of ring
+  /// epoch `epoch`: not when it promised a round or took a batch of a newer
+  /// view (its own view is behind; it waits until its view catches up).
+  bool may_lead_in(std::uint64_t epoch) const noexcept { return promised_epoch_ <= epoch; }
+
+  /// A new term for a round by `self` in a view of ring epoch `epoch`,
+  /// above every term seen and at least `now_us`; promised here (the
+  /// promoter is one of the copies that promise). The caller checks
+  /// may_lead_in(epoch) first.
+  copy_term start_round(const node_id& self, std::uint64_t now_us, std::uint64_t epoch = 0) {
     copy_term t{std::max(std::max(highest_.n, promised_.n) + 1, now_us), self};
     before_round_ = promised_;
+    before_round_epoch_ = promised_epoch_;
     promised_ = t;
+    promised_epoch_ = std::max(promised_epoch_, epoch);
     saw(t);
     return t;
   }
@@ -107,14 +132,18 @@ public:
   /// that primary's round was sound (a copy whose view wrongly made it try
   /// to lead fenced the real primary that way).
   void abandon_round(const copy_term& t) {
-    if (promised_ == t)
+    if (promised_ == t) {
       promised_ = before_round_;
+      promised_epoch_ = before_round_epoch_;
+    }
   }
 
 private:
   copy_term promised_;
   copy_term highest_;
   copy_term before_round_; // promised_ when the last round started
+  std::uint64_t promised_epoch_ = 0;
+  std::uint64_t before_round_epoch_ = 0;
 };
 
 } // namespace tally

@@ -51,6 +51,8 @@ struct copies_fixture {
   std::unique_ptr<caf::actor_system> sys;
   std::vector<node_id> nodes;
   std::uint32_t w = 2;
+  // The ring epoch of the view the test's configurations come from.
+  std::uint64_t ring_epoch = 1;
   // Each copy is on a node of its own: its own safe-time board of one slot.
   std::vector<std::shared_ptr<safe_board>> boards;
   std::vector<caf::actor> copies;
@@ -116,7 +118,7 @@ struct copies_fixture {
   // (r_fence): whether it promised, and the term it holds promised.
   std::pair<bool, copy_term> fence(std::size_t i, const copy_term& t) {
     std::pair<bool, copy_term> out{false, {}};
-    (*me)->request(copies[i], 1s, r_fence_atom::value, t.n, t.by)
+    (*me)->request(copies[i], 1s, r_fence_atom::value, t.n, t.by, ring_epoch)
       .receive(
         [&](bool ok, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t, std::uint64_t,
             node_id&, std::uint64_t pn, node_id& pby) { out = {ok, copy_term{pn, pby}}; },
@@ -147,7 +149,22 @@ struct copies_fixture {
       handles.push_back(reachable.empty() || reachable[j] ? copies[j] : caf::actor{});
     }
     (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(role),
-                primary ? nodes[*primary] : node_id{}, peers, handles, w, filling);
+                primary ? nodes[*primary] : node_id{}, peers, handles, w, filling, ring_epoch);
+  }
+
+  // As configure(), with the copy set given (copy i among `set`): its
+  // peers are the others of `set`, in order.
+  void configure_set(std::size_t i, copy_role role, std::size_t primary,
+                     const std::vector<std::size_t>& set, bool filling = false) {
+    std::vector<node_id> peers;
+    std::vector<caf::actor> handles;
+    for (auto j : set)
+      if (j != i) {
+        peers.push_back(nodes[j]);
+        handles.push_back(copies[j]);
+      }
+    (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(role),
+                nodes[primary], peers, handles, w, filling, ring_epoch);
   }
 
   // Copy i's role and journal end (r_status).
@@ -322,7 +339,7 @@ struct copies_fixture {
   // replica of nobody, with no peers.
   void retire(std::size_t i) {
     (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
-                node_id{}, std::vector<node_id>{}, std::vector<caf::actor>{}, w, false);
+                node_id{}, std::vector<node_id>{}, std::vector<caf::actor>{}, w, false, ring_epoch);
   }
 
   struct tail {
@@ -361,6 +378,12 @@ struct three_copies : copies_fixture {
 
 struct five_copies : copies_fixture {
   five_copies() : copies_fixture(5) {}
+};
+
+// Four copies' folders for copy sets of three (w = 2): a copy set that
+// changes by one node.
+struct sets_of_three : copies_fixture {
+  sets_of_three() : copies_fixture(4) { w = 2; }
 };
 
 } // namespace
@@ -803,7 +826,7 @@ BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_cop
   // last record and term) and answers no batch.
   auto mute = spawn_self_only(*sys, [=](caf::event_based_actor*) -> caf::behavior {
     return {
-      [=](r_fence_atom, std::uint64_t n, node_id& by)
+      [=](r_fence_atom, std::uint64_t n, node_id& by, std::uint64_t)
         -> std::tuple<bool, std::uint64_t, std::uint8_t, std::uint64_t, std::uint64_t,
                       std::uint64_t, node_id, std::uint64_t, node_id> {
         return {true, end_0, static_cast<std::uint8_t>(copy_role::replica), 77, 1, term_0.n,
@@ -813,7 +836,7 @@ BOOST_AUTO_TEST_CASE(a_new_primary_serves_reads_once_its_term_record_is_on_w_cop
   });
   (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
               nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
-              std::vector<caf::actor>{mute, caf::actor{}}, w, false);
+              std::vector<caf::actor>{mute, caf::actor{}}, w, false, ring_epoch);
   BOOST_REQUIRE(wait_role(1, "primary"));
   BOOST_TEST(!read(1).has_value(), "copy 1 served a read before its term record was on 2 copies");
   configure(1, copy_role::primary, 1); // the real copies
@@ -865,6 +888,56 @@ BOOST_AUTO_TEST_CASE(a_copy_promises_only_to_a_copy_of_its_own_copy_set) {
   BOOST_TEST(member.first);
 }
 
+// Rounds across two copy sets (docs/REPLICATION.md): copy 0 leads the set
+// {0, 1, 2} (ring epoch 1); a new view (epoch 2) makes the set {0, 1, 3},
+// copy 3 new and being filled. Copy 0 leads the new set only after a
+// take-over round (a new term), which copy 1 promises (copy 3's promise
+// counts only with every other's). Copies 1 and 2 are left on the old view
+// (their nodes have not heard of epoch 2): copy 2, whose old view names it
+// primary (as if copy 0 were down there), starts a round of epoch 1 under
+// a higher term. Copy 1 refuses it (it promised a round of epoch 2) and
+// copy 0 too (copy 2 is outside its set), so copy 2 never leads and copy 0
+// keeps getting writes acknowledged. Before epochs and the round, copy 0
+// kept leading under its old term, copy 1 promised copy 2's round (copy 2
+// is in copy 1's old set), and two primaries led at once: {2, 1} on the
+// old set and {0, 3} on the new one.
+BOOST_FIXTURE_TEST_CASE(a_primary_whose_copy_set_changes_leads_it_after_a_round_of_the_new_view,
+                        sets_of_three) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 1, 3};
+  configure_set(1, copy_role::replica, 0, old_set);
+  configure_set(2, copy_role::replica, 0, old_set);
+  configure_set(0, copy_role::primary, 0, old_set);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  const auto old_term = term_of(0);
+  BOOST_REQUIRE(old_term != 0);
+
+  ring_epoch = 2;
+  configure_set(3, copy_role::replica, 0, new_set, true);
+  configure_set(0, copy_role::primary, 0, new_set);
+  std::uint64_t new_term = old_term;
+  for (int n = 0; n < 250 && (new_term == old_term || new_term == 0); ++n) {
+    std::this_thread::sleep_for(20ms);
+    new_term = term_of(0);
+  }
+  BOOST_TEST(new_term > old_term, "copy 0 leads the new set under its old term "
+                                    << old_term << " (no round)");
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 2));
+
+  // Copy 2, on the old view, tries to lead the old set.
+  ring_epoch = 1;
+  wait_lease_out(); // copy 1's grant to copy 0 ran out: the lease refuses nothing
+  configure_set(2, copy_role::primary, 2, old_set);
+  BOOST_TEST(!wait_role(2, "primary"), "copy 2 leads the old set beside copy 0");
+  BOOST_TEST(acknowledged(0, 4), "copy 0 no longer gets writes on 2 copies");
+  // Whatever the term, a round of the old view gets no promise from copy 1.
+  auto late = fence(1, copy_term{new_term + 1'000'000, nodes[2]});
+  BOOST_TEST(!late.first, "copy 1 promised a round of the old view after one of the new");
+  const auto value = read_once_served(0);
+  BOOST_TEST(value.value_or(-1) == 7);
+}
+
 // Raft's consistency check (Sec. 5.3): a batch is taken only when the
 // record before it is the one the primary names, by transaction and by
 // term (docs/REPLICATION.md, "Terms in the journal"). The test sends copy
@@ -882,7 +955,7 @@ BOOST_AUTO_TEST_CASE(a_batch_whose_previous_record_has_another_term_is_refused) 
     const std::uint64_t flight = 1000 + prev_term.n;
     (*me)->send(copies[1], r_append_atom::value, nodes[0], flight, true,
                 encode_batch(replication_batch{end, {}, std::nullopt}), std::uint64_t{77},
-                std::uint64_t{1}, prev_term.n, prev_term.by, t0.n, t0.by);
+                std::uint64_t{1}, prev_term.n, prev_term.by, t0.n, t0.by, ring_epoch);
     (*me)->receive(
       [&](r_acked_atom, std::uint64_t f, std::uint64_t, std::uint8_t status,
           std::uint64_t, node_id&) {
@@ -915,7 +988,7 @@ BOOST_AUTO_TEST_CASE(a_write_whose_eager_copy_is_silent_asks_the_lazy_one_to_syn
   auto silent = spawn_silent();
   (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
               nodes[0], std::vector<node_id>{nodes[1], nodes[2]},
-              std::vector<caf::actor>{copies[1], silent}, w, false);
+              std::vector<caf::actor>{copies[1], silent}, w, false, ring_epoch);
   BOOST_REQUIRE(wait_role(0, "primary"));
   const auto t0 = std::chrono::steady_clock::now();
   BOOST_TEST(acknowledged(0, 2)); // on copies 0 and 1 (3 s at most)
@@ -945,7 +1018,7 @@ BOOST_AUTO_TEST_CASE(a_find_answers_ask_again_for_a_commit_not_yet_on_w_copies) 
   auto silent = spawn_silent();
   auto lead_with = [&](std::vector<caf::actor> handles) {
     (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
-                nodes[0], std::vector<node_id>{nodes[1], nodes[2]}, std::move(handles), w, false);
+                nodes[0], std::vector<node_id>{nodes[1], nodes[2]}, std::move(handles), w, false, ring_epoch);
   };
   lead_with({silent, silent});
   BOOST_REQUIRE(wait_role(0, "primary"));
@@ -1075,7 +1148,7 @@ BOOST_FIXTURE_TEST_CASE(a_request_passed_on_to_a_primary_no_longer_followed_is_a
   auto follow = [&](const caf::actor& primary) {
     (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
                 nodes[0], std::vector<node_id>{nodes[0], nodes[2]},
-                std::vector<caf::actor>{primary, copies[2]}, w, false);
+                std::vector<caf::actor>{primary, copies[2]}, w, false, ring_epoch);
   };
   follow(silent);
   BOOST_REQUIRE(wait_role(1, "replica"));
