@@ -72,27 +72,32 @@ BOOST_AUTO_TEST_CASE(terms_survive_a_reopen) {
   BOOST_TEST(j->last_term() == term_b);
 }
 
-// Persistent promises (docs/REPLICATION.md): the promised term is saved in
-// meta `promised_term`, read back at the open, and may go down again (a
-// copy's own abandoned round); absent, it is term 0. It changes no record.
+// Persistent promises (docs/REPLICATION.md): the promised term and its
+// ring epoch are saved in meta `promised_term` and `promised_epoch`, read
+// back at the open, and may go down again (a copy's own abandoned round);
+// absent, they are term 0 and epoch 0. They change no record.
 BOOST_AUTO_TEST_CASE(the_promised_term_survives_a_reopen) {
   temp_dir dir;
   {
     auto j = open_ok(options(dir.sub("p"))).log;
     BOOST_TEST(j->promised_term() == copy_term{});
+    BOOST_TEST(j->promised_epoch() == 0u);
     BOOST_REQUIRE(j->append(one_step(1, 10)).has_value());
-    BOOST_REQUIRE(j->save_promised_term(term_b));
+    BOOST_REQUIRE(j->save_promised_term(term_b, 7));
     BOOST_TEST(j->promised_term() == term_b);
+    BOOST_TEST(j->promised_epoch() == 7u);
   }
   {
     auto j = open_ok(options(dir.sub("p"))).log;
     BOOST_TEST(j->promised_term() == term_b);
+    BOOST_TEST(j->promised_epoch() == 7u);
     BOOST_TEST(j->last_term() == copy_term{}); // no term record was written
     BOOST_TEST(j->next_lsn() == 3u);
-    BOOST_REQUIRE(j->save_promised_term(term_a));
+    BOOST_REQUIRE(j->save_promised_term(term_a, 6));
   }
   auto j = open_ok(options(dir.sub("p"))).log;
   BOOST_TEST(j->promised_term() == term_a);
+  BOOST_TEST(j->promised_epoch() == 6u);
 }
 
 // Once the log is folded, the terms of the folded records (the last one's
