@@ -174,6 +174,14 @@ void partition_replication::note_refused(const node_id& from) {
 void partition_replication::fail_held(const error& err) {
   for (auto& h : held_.take_all())
     h.answer(err);
+  fail_carried(err);
+}
+
+void partition_replication::fail_carried(const error& err) {
+  auto carried = std::move(carried_);
+  carried_.clear();
+  for (auto& h : carried)
+    h.answer(err);
 }
 
 void partition_replication::flushed(caf::event_based_actor* self, partition_core& core,
@@ -578,9 +586,20 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     // promises come from copies of the old set too: the old set's copies
     // that promise refuse every round and batch of the older view from then
     // on (copy_fence.hpp, epochs).
-    stop_leading("partition " + std::to_string(index_)
-                 + ": its copy set changed before the write reached " + std::to_string(w_)
-                 + " copies; its outcome is unknown: retry with the same op ids");
+    // Its writes still waiting for w copies are carried through the round:
+    // if it stays the most up-to-date copy (its journal kept as it is),
+    // they are answered once its new term's record is on w copies (every
+    // record before it is then on w copies of the new set, Raft's rule
+    // for a new term, Sec. 5.4.2); else "outcome unknown" as before.
+    auto carried = held_.take_all();
+    const error why = make_error(
+      errc::unavailable, "partition " + std::to_string(index_)
+                           + ": its copy set changed before the write reached "
+                           + std::to_string(w_)
+                           + " copies; its outcome is unknown: retry with the same op ids");
+    stop_leading(why.message());
+    for (auto& h : carried)
+      carried_.push_back(std::move(h));
     log(log_level::info, "partition ", core->index(), ": its copy set changed (ring epoch ",
         ring_epoch_, "): leads it after a take-over round");
     set_role(copy_role::promoting);
@@ -801,6 +820,11 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       promote_round_ = 0; // the next tick asks again
       fence_.abandon_round(term_);
       save_promise(c);
+      fail_carried(make_error(errc::unavailable,
+                              "partition " + std::to_string(c->index())
+                                + ": the primary's take-over round of its new copy set did "
+                                  "not get its promises; the write's outcome is unknown: "
+                                  "retry with the same op ids"));
       log(r->leased ? log_level::debug : log_level::warn, "partition ", c->index(),
           ": cannot take over yet: ", r->answered, " of the ", need,
           " other copies needed promised term ", term_.to_string(),
@@ -861,6 +885,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       become_primary(self, *c, true);
       return;
     }
+    fail_carried(make_error(errc::unavailable,
+                            "partition " + std::to_string(c->index())
+                              + ": another copy was more up-to-date than the primary; the "
+                                "write's outcome is unknown: retry with the same op ids"));
     pull_from(self, r->best, r->best_end, r->best_term, epoch);
   };
   for (std::size_t i = 0; i < peers_.size(); ++i) {
@@ -1055,8 +1083,19 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
       unreplicated_.add(at + 1, 0);
       if (on_visible_)
         on_visible_();
+      // Writes carried through the round (its copy set changed): their
+      // records are before the term record, answered once it is on w
+      // copies.
+      for (auto& h : carried_)
+        held_.push(at + 1, std::move(h));
+      carried_.clear();
     }
   }
+  fail_carried(make_error(errc::unavailable,
+                          "partition " + std::to_string(index_)
+                            + ": the primary's copy set changed before the write reached "
+                            + std::to_string(w_)
+                            + " copies; its outcome is unknown: retry with the same op ids"));
   set_role(copy_role::primary);
   core.keep_flushed(true);
   last_tx_known_ = false;

@@ -202,6 +202,8 @@ public:
 
   /// Answers every held write with `err` (shutdown, handoff, demotion).
   void fail_held(const error& err);
+  /// Answers the writes carried through a take-over round with `err`.
+  void fail_carried(const error& err);
 
   /// The handlers of the r_* messages; `core` gives the copy's core (null
   /// while closed for a handoff).
@@ -315,6 +317,9 @@ private:
   std::uint32_t w_ = 1;
   std::optional<replica_progress> progress_;
   quorum_queue<held_write> held_;
+  // A primary's writes not yet on w copies when its copy set changed,
+  // carried through its take-over round of the new set (configure).
+  std::vector<held_write> carried_;
   // Flushed batches not yet on every copy, oldest first (re-sent from here
   // instead of the journal while they last).
   std::deque<replication_batch> recent_;
@@ -353,6 +358,7 @@ private:
   // its rounds and batches carry (docs/REPLICATION.md, "Rounds across two
   // copy sets").
   std::uint64_t ring_epoch_ = 0;
+
   copy_term term_;     // the term it leads under (primary), or tries to (promoting)
   copy_term staged_term_; // the last term whose term record it staged
   bool wants_primary_ = false; // its membership's last r_config named it primary

@@ -503,6 +503,8 @@ BOOST_AUTO_TEST_CASE(a_join_retires_and_deletes_the_copies_a_node_no_longer_need
       BOOST_TEST(stale_folders(cl.dir_of(n)) == 0u, "node " << n);
       BOOST_TEST(two_copies_of_one_partition(cl.dir_of(n), q) == "", "node " << n);
     }
+    BOOST_TEST_MESSAGE(during.failures << " of 400 writes failed during the join"
+                       << (during.failures ? ", first: " + during.first_failure : ""));
     BOOST_TEST(during.failures < 4u, during.first_failure);
     expect_values(cl, {0, 1, 2, 3}, before_keys, before, true);
     expect_values(cl, {0, 1, 2, 3}, during_keys, during, false);
