@@ -712,7 +712,8 @@ void start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
     return;
   }
   auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
-  self->request(st.local[p], caf::infinite, drain_atom::value, limit)
+  self->request(st.local[p], caf::infinite, drain_atom::value, limit,
+                st.ring->owners().epoch)
     .then(
       [self, next](drained_atom, std::uint32_t q) {
         self->state.closed.insert(q);

@@ -34,9 +34,18 @@ using expire_atom = caf::atom_constant<caf::atom("p_expire")>;
 // (p_synced, upto, error text): a background sync of this partition's
 // journal ended (empty text: it succeeded).
 using synced_atom = caf::atom_constant<caf::atom("p_synced")>;
+// A draining primary checks again whether it may fence its copy set
+// (close_if_drained).
+using fence_check_atom = caf::atom_constant<caf::atom("h_fencechk")>;
 
 // How long a handoff waits for prepared transactions to commit or abort.
 constexpr std::chrono::milliseconds drain_wait{2000};
+// How long a draining primary tries to fence its copy set under the new
+// view before it closes without (partition_replication::fence_for_handoff),
+// and how often it looks again meanwhile.
+constexpr std::chrono::milliseconds handoff_fence_wait{10000};
+constexpr std::chrono::milliseconds fence_recheck{20};
+constexpr std::chrono::milliseconds fence_retry{200};
 // At most this many requests wait at a copy for a leader (the rest are
 // refused at once, as before there was a wait).
 constexpr std::size_t max_awaiting_leader = 4096;
@@ -147,6 +156,13 @@ struct partition_state {
   caf::actor target;             // mode forwarding
   std::chrono::milliseconds defer_limit{10000};
   std::chrono::steady_clock::time_point drain_deadline;
+  // A handoff's fence of the copy set (close_if_drained): the ring epoch of
+  // the view that moves the partition, until when it is tried, whether a
+  // round is out, and whether it is done (or given up).
+  std::uint64_t handoff_epoch = 0;
+  std::chrono::steady_clock::time_point fence_deadline;
+  bool fencing = false;
+  bool fenced = false;
   std::shared_ptr<std::atomic<std::uint64_t>> slot; // node_context::board
   partition_timers timers;
   std::uint64_t ticks = 0;
@@ -553,6 +569,46 @@ void via_mailbox(partition_self self, part_read_req req,
   via_mailbox(self, part_read_atom::value, req, std::move(fn));
 }
 
+void close_if_drained(partition_self self);
+
+// n_val > 1: before a draining primary closes, its copy set is fenced under
+// the view that moves the partition (docs/REPLICATION.md, "Handoffs across
+// two copy sets"). True once done or given up (the partition may close);
+// false while it waits: for its writes held for w copies to be answered
+// (its own batches would be refused once the copies promised), or for the
+// round. A round that fails is tried again until handoff_fence_wait has
+// passed since the drain began; then it closes without, with a warning.
+bool fence_copy_set(partition_self self) {
+  auto& st = self->state;
+  if (st.fenced)
+    return true;
+  if (st.fencing)
+    return false;
+  if (std::chrono::steady_clock::now() >= st.fence_deadline) {
+    log(log_level::warn, "partition ", st.index, ": closes for handoff without fencing its "
+        "copy set under ring epoch ", st.handoff_epoch, " (no promises within ",
+        handoff_fence_wait.count(), " ms)");
+    st.fenced = true;
+    return true;
+  }
+  if (st.repl.holds_writes()) {
+    self->delayed_send(self, fence_recheck, fence_check_atom::value);
+    return false;
+  }
+  st.fencing = true;
+  st.repl.fence_for_handoff(self, *st.core, st.handoff_epoch, [self](bool ok) {
+    auto& st = self->state;
+    st.fencing = false;
+    if (!ok) {
+      self->delayed_send(self, fence_retry, fence_check_atom::value);
+      return;
+    }
+    st.fenced = true;
+    close_if_drained(self);
+  });
+  return false;
+}
+
 // Draining ends when nothing is prepared or staged: the journal is flushed
 // and closed, the board slot cleared, and the membership told the files
 // are ready to ship. A transaction still prepared at the drain deadline (one
@@ -566,6 +622,8 @@ void close_if_drained(partition_self self) {
   if (!st.writes.empty() || st.core->has_staged() || st.core->has_unsynced()
       || !st.awaiting_sync.empty() || st.sync_running
       || (st.core->prepared_count() != 0 && !past_deadline))
+    return;
+  if (!fence_copy_set(self))
     return;
   for (auto& r : st.reads) {
     if (r.answer.fn)
@@ -745,8 +803,13 @@ std::optional<caf::response_promise> divert(partition_self self, caf::atom_value
     rp.deliver(error_reply_bytes(kind, st.repl.refusal(st.index)));
     return rp;
   }
+  // Draining: prepares wait for the new owner; so do commits and aborts
+  // once the copy set is being fenced (their batches would be refused by
+  // the copies that promised: fence_copy_set); reads are served.
+  const bool fencing = st.fencing || st.fenced;
   if (st.mode == partition_mode::serving
-      || (st.mode == partition_mode::draining && kind != part_prepare_atom::value))
+      || (st.mode == partition_mode::draining && kind != part_prepare_atom::value
+          && (!fencing || kind == part_read_atom::value)))
     return std::nullopt;
   auto rp = self->make_response_promise();
   switch (st.mode) {
@@ -1382,9 +1445,12 @@ caf::behavior partition_fn(partition_self self,
         retry_reads(self);
       close_if_drained(self);
     },
+    [self](fence_check_atom) { close_if_drained(self); },
     // Handoff (docs/CLUSTER.md): stop taking new prepares, finish the
     // prepared ones, close the journal; answered with (drained, index).
-    [self](drain_atom, std::uint64_t defer_limit_ms)
+    // `view_epoch`: the ring epoch of the view that moves it (its copy set
+    // is fenced under it first: fence_copy_set).
+    [self](drain_atom, std::uint64_t defer_limit_ms, std::uint64_t view_epoch)
       -> caf::result<drained_atom, std::uint32_t> {
       auto& st = self->state;
       st.defer_limit = std::chrono::milliseconds(defer_limit_ms);
@@ -1394,6 +1460,10 @@ caf::behavior partition_fn(partition_self self,
         return caf::make_error(caf::sec::invalid_argument);
       st.mode = partition_mode::draining;
       st.drain_deadline = std::chrono::steady_clock::now() + drain_wait;
+      st.handoff_epoch = view_epoch;
+      st.fence_deadline = std::chrono::steady_clock::now() + handoff_fence_wait;
+      st.fencing = false;
+      st.fenced = false;
       self->delayed_send(self, drain_wait, retry_atom::value);
       st.drained = self->make_response_promise();
       auto rp = st.drained;

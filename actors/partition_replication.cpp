@@ -59,6 +59,11 @@ constexpr std::uint8_t leased_flag = 0x40;
 // it promised a round (or took a batch) of a newer view, a higher ring
 // epoch than the round's: the promoter's view is behind.
 constexpr std::uint8_t newer_view_flag = 0x20;
+// Set in the role an r_fence refusal carries when the copy, whatever it
+// answers the term, refuses every view older than the round's from now on
+// (its saved promise is of that epoch or a newer one): what a handoff's
+// fence needs of it (fence_for_handoff).
+constexpr std::uint8_t view_fenced_flag = 0x10;
 // What the primary counts of a grant: 9/10 of read_lease from when it
 // sent, less 5 ms.
 constexpr auto counted_lease =
@@ -935,6 +940,72 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     done();
 }
 
+void partition_replication::fence_for_handoff(caf::event_based_actor* self,
+                                              partition_core& core, std::uint64_t view_epoch,
+                                              std::function<void(bool)> done) {
+  if (role_ != copy_role::primary || peers_.empty()) {
+    done(true); // solo, or a copy that does not lead: no copy follows it
+    return;
+  }
+  const std::uint64_t epoch = std::max(view_epoch, ring_epoch_);
+  // The same count as a take-over round (promote): the n - w + 1 copies
+  // that promise, this one among them, meet every w copies of the set.
+  const std::size_t n = peers_.size() + 1;
+  const std::size_t need = n - std::min<std::size_t>(w_, n);
+  const auto t = fence_.start_round(self_node_, wall_clock_us(), epoch);
+  if (!save_promise(&core)) {
+    fence_.abandon_round(t);
+    done(false);
+    return;
+  }
+  struct round {
+    std::size_t asked = 0, promised = 0, other = 0;
+    bool finished = false;
+  };
+  auto r = std::make_shared<round>();
+  const auto index = core.index();
+  auto settle = [r, need, done, index, t, epoch]() {
+    if (r->finished)
+      return;
+    const bool all_in = r->promised + r->other >= r->asked;
+    if (r->promised < need && !all_in)
+      return;
+    r->finished = true;
+    const bool ok = r->promised >= need;
+    log(ok ? log_level::info : log_level::warn, "partition ", index,
+        ": handoff fence (term ", t.to_string(), ", ring epoch ", epoch, ") held by ",
+        r->promised, " of ", r->asked, " copies, ", need, " needed");
+    done(ok);
+  };
+  for (auto& p : peers_) {
+    if (!p.handle)
+      continue;
+    ++r->asked;
+    self->request(p.handle, link_timeout, r_fence_atom::value, t.n, t.by, epoch)
+      .then(
+        [this, r, settle](bool promised, std::uint64_t, std::uint8_t role, std::uint64_t,
+                          std::uint64_t, std::uint64_t, node_id&, std::uint64_t pn,
+                          node_id& pby) {
+          // A copy being filled counts too, and so does one that refused
+          // the term but holds the epoch (view_fenced_flag): the point is
+          // that it refuses the old view's rounds and batches, not what it
+          // holds.
+          if (promised || (role & view_fenced_flag) != 0)
+            ++r->promised;
+          else {
+            ++r->other;
+            fence_.saw(copy_term{pn, std::move(pby)}); // a retry goes above it
+          }
+          settle();
+        },
+        [r, settle](caf::error&) {
+          ++r->other;
+          settle();
+        });
+  }
+  settle();
+}
+
 void partition_replication::pull_from(caf::event_based_actor* self, std::size_t peer,
                                       std::uint64_t target, copy_term target_term,
                                       std::uint64_t epoch) {
@@ -1511,11 +1582,23 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       const bool older_view = ring_epoch < fence_.promised_epoch();
       if (!c || role_ == copy_role::stale || role_ == copy_role::solo || !member || leased
           || !fence_.promise(t, ring_epoch) || !save_promise(c)) {
+        // Refused, a copy configured from a view at least as new as the
+        // round's still takes its epoch: it refuses every older view from
+        // now on, as its own view's copies would have it (the round comes
+        // from a copy that moved on too: a handoff's fence of the old copy
+        // set, whose sender this copy's view no longer names).
+        bool view_fenced = false;
+        if (c && configured_ && role_ != copy_role::stale && role_ != copy_role::solo
+            && ring_epoch <= ring_epoch_) {
+          fence_.raise_epoch(ring_epoch);
+          view_fenced = fence_.promised_epoch() >= ring_epoch && save_promise(c);
+        }
         const auto& p = fence_.promised();
         return {false, 0,
                 static_cast<std::uint8_t>(static_cast<std::uint8_t>(role_)
                                           | (leased ? leased_flag : 0)
-                                          | (older_view ? newer_view_flag : 0)),
+                                          | (older_view ? newer_view_flag : 0)
+                                          | (view_fenced ? view_fenced_flag : 0)),
                 no_prev, no_prev, 0, node_id{}, p.n, p.by};
       }
       if (role_ == copy_role::primary || role_ == copy_role::promoting) {

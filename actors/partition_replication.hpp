@@ -33,7 +33,10 @@
 //        term than its own steps down; role has bit 0x80 set when the copy
 //        is being filled (or not configured yet), in a refusal 0x40 when it
 //        granted another copy a read lease, 0x20 when it promised a round
-//        of a newer view (a higher ring epoch)
+//        of a newer view (a higher ring epoch), 0x10 when it refuses every
+//        view older than the round's from now on (a copy configured from a
+//        view at least as new takes the round's epoch even when it refuses
+//        the term: what a handoff's fence counts)
 //   (r_end) -> (end, role, origin and seq of the tx of the record at end - 1)
 //        (asked by the membership: no promise)
 //   (r_lease, from node, term n, term by, epoch) -> (granted, promised term n, by):
@@ -199,6 +202,25 @@ public:
   void on_needs_sync(sync_fn fn) { needs_sync_ = std::move(fn); }
   /// How a replica starts a sync when its primary asks (r_sync).
   void on_sync_asked(std::function<void()> fn) { sync_asked_ = std::move(fn); }
+
+  /// Whether writes wait here for w copies (held, or carried through a
+  /// take-over round).
+  bool holds_writes() const noexcept { return !held_.empty() || !carried_.empty(); }
+
+  /// A primary closing for a handoff fences the copy set it leads under the
+  /// view that moves the partition (ring epoch `view_epoch`) before its
+  /// store is shipped (docs/REPLICATION.md, "Handoffs across two copy
+  /// sets"): a round of that epoch under a new term, promised by n - w
+  /// copies besides this one and saved with this journal (so with the store
+  /// the new owner and this node's kept copy open). The old view's copies
+  /// then cannot gather a write quorum: this one is closed (and its store,
+  /// if kept, refuses the old view), and every other w of them hold a copy
+  /// that promised the newer view. Writes must no longer be held
+  /// (holds_writes() false: its own later batches would be refused).
+  /// `done(true)` once the promises are in, or at once when there is no
+  /// other copy to fence; `done(false)` when the round did not get them.
+  void fence_for_handoff(caf::event_based_actor* self, partition_core& core,
+                         std::uint64_t view_epoch, std::function<void(bool)> done);
 
   /// Answers every held write with `err` (shutdown, handoff, demotion).
   void fail_held(const error& err);

@@ -87,6 +87,15 @@ public:
     return true;
   }
 
+  /// Refuses every epoch below `epoch` from now on, without promising a
+  /// term (a copy whose own view is at least that new, asked by a round it
+  /// refuses: partition_replication's r_fence). A round under way keeps it
+  /// if it is abandoned.
+  void raise_epoch(std::uint64_t epoch) {
+    promised_epoch_ = std::max(promised_epoch_, epoch);
+    before_round_epoch_ = std::max(before_round_epoch_, epoch);
+  }
+
   /// After a restart: what this copy promised before (saved with its
   /// journal, with its epoch) and the term of its last record; the promise
   /// becomes the higher of them if that is above the one it holds.

@@ -938,6 +938,68 @@ BOOST_FIXTURE_TEST_CASE(a_primary_whose_copy_set_changes_leads_it_after_a_round_
   BOOST_TEST(value.value_or(-1) == 7);
 }
 
+// Handoffs across two copy sets (docs/REPLICATION.md): copy 0 leads the
+// set {0, 1, 2} (ring epoch 1); a new view (epoch 2) gives the partition
+// to node 3, with the set {3, 0, 1}. Copy 0 is drained for the handoff (as
+// its membership does), its store goes to node 3 and stays at node 0 as
+// its copy ("Handed-off stores kept as copies"). The network splits
+// nodes 0 and 3 from nodes 1 and 2: node 3 leads the new set with copy 0,
+// and copies 1 and 2 are left on the old view, where copy 1 tries to lead
+// the old set. Before the fence
+// it did, with copy 2's promise: two primaries, {3, 0} on the new set and
+// {1, 2} on the old one, two write quorums that do not meet (node 3's
+// round had counted itself and one copy of the old set). With it, the
+// drained primary's round of epoch 2 was promised by copies 1 and 2 and
+// saved with the store: copy 1 starts no round of the old view and copy 2
+// promises none.
+BOOST_FIXTURE_TEST_CASE(a_handed_off_partition_fences_its_old_copy_set_under_the_new_view,
+                        sets_of_three) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{3, 0, 1};
+  configure_set(1, copy_role::replica, 0, old_set);
+  configure_set(2, copy_role::replica, 0, old_set);
+  configure_set(0, copy_role::primary, 0, old_set);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  BOOST_REQUIRE(acknowledged(0, 2));
+  const auto old_term = term_of(0);
+
+  // The handoff: drained under the new view's epoch, the store shipped.
+  bool drained = false;
+  (*me)->request(copies[0], 15s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
+    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
+  BOOST_REQUIRE(drained);
+  std::filesystem::copy(root / "0", root / "3.received",
+                        std::filesystem::copy_options::recursive);
+  // Node 0 keeps the store as its copy (reopened), node 3 serves the copy
+  // it received; node 3 cannot reach node 1.
+  restart(0);
+  caf::anon_send_exit(copies[3], caf::exit_reason::user_shutdown);
+  copies[3] = spawn_copy(3, "3.received");
+  ring_epoch = 2;
+  configure_set(0, copy_role::replica, 3, new_set);
+  (*me)->send(copies[3], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[3], std::vector<node_id>{nodes[0], nodes[1]},
+              std::vector<caf::actor>{copies[0], caf::actor{}}, w, false, ring_epoch);
+  BOOST_REQUIRE(wait_role(3, "primary"));
+  BOOST_TEST(term_of(3) > old_term);
+  BOOST_REQUIRE(acknowledged(3, 4));
+
+  // Copy 1, on the old view, tries to lead the old set.
+  ring_epoch = 1;
+  wait_lease_out(); // copy 2's grant to copy 0 ran out: only the fence refuses
+  // Nodes 0 and 3 on one side, 1 and 2 on the other.
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
+  BOOST_TEST(!wait_role(1, "primary"), "copy 1 leads the old set beside copy 3");
+  BOOST_TEST(!acknowledged(1, 100), "a write was acknowledged on the old set");
+  // Whatever the term, a round of the old view gets no promise from copy 2.
+  auto late = fence(2, copy_term{term_of(3) + 1'000'000, nodes[1]});
+  BOOST_TEST(!late.first, "copy 2 promised a round of the old view after the handoff");
+  BOOST_TEST(acknowledged(3, 8), "copy 3 no longer gets writes on 2 copies");
+  BOOST_TEST(read_once_served(3).value_or(-1) == 15);
+}
+
 // Raft's consistency check (Sec. 5.3): a batch is taken only when the
 // record before it is the one the primary names, by transaction and by
 // term (docs/REPLICATION.md, "Terms in the journal"). The test sends copy

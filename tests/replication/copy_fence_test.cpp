@@ -110,6 +110,30 @@ BOOST_AUTO_TEST_CASE(a_round_carries_its_views_epoch_and_a_failed_one_takes_it_b
   BOOST_TEST(f.promised_epoch() == 5u);
 }
 
+// A handoff's fence (docs/REPLICATION.md, "Handoffs across two copy
+// sets"): a copy that refuses the round's term still takes its epoch, and
+// from then on refuses older views' rounds and batches, but not its own
+// primary's term in that view; a round of its own that fails keeps it.
+BOOST_AUTO_TEST_CASE(a_raised_epoch_refuses_older_views_without_a_promise_of_a_term) {
+  copy_fence f;
+  BOOST_TEST(f.promise(copy_term{30, "d"}, 4)); // follows the new owner d, view 4
+  BOOST_TEST(!f.promise(copy_term{20, "a"}, 4)); // the sender's fence: a lower term
+  f.raise_epoch(4);
+  BOOST_TEST(f.promised_epoch() == 4u);
+  BOOST_TEST((f.promised() == copy_term{30, "d"})); // no term promised to a
+  BOOST_TEST(f.admits(copy_term{30, "d"}, 4));
+  BOOST_TEST(!f.promise(copy_term{1'000'000, "b"}, 3)); // the old view, whatever the term
+  BOOST_TEST(!f.admits(copy_term{1'000'000, "b"}, 3));
+
+  copy_fence g;
+  BOOST_TEST(g.promise(copy_term{10, "p"}, 1));
+  auto t = g.start_round("me", 0, 1);
+  g.raise_epoch(2); // during its own round of view 1
+  g.abandon_round(t);
+  BOOST_TEST(g.promised_epoch() == 2u);
+  BOOST_TEST(!g.admits(copy_term{10, "p"}, 1));
+}
+
 namespace {
 
 // Whether two sets of copies meet (a batch's copies and a round's
