@@ -163,6 +163,11 @@ void replicated_routes(mem_self self) {
     if (last == key)
       continue;
     last = key;
+    std::vector<node_id> removed;
+    for (const auto& [id, m] : st.ring->members())
+      if (m.status == member_status::removed)
+        removed.push_back(id);
+    self->send(handle, r_removed_atom::value, std::move(removed));
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
                mine.primary, mine.peers, mine.handles, mine.w, mine.filling, ring_epoch);
   }

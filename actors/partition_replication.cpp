@@ -524,6 +524,19 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   }
   for (auto& old : peers_)
     end_seed(old); // an unfinished full copy is started again if still needed
+  if (before == copy_role::primary && !same_nodes && role == copy_role::primary) {
+    // The set it led: its next round is joint (previous_set).
+    previous_set prev;
+    prev.n = peers_.size() + 1;
+    for (const auto& old : peers_) {
+      const bool kept = std::find(peers.begin(), peers.end(), old.node) != peers.end();
+      if (kept)
+        prev.kept.push_back(old.node);
+      else
+        prev.dropped.emplace_back(old.node, old.handle);
+    }
+    previous_ = std::move(prev);
+  }
   peers_ = std::move(links);
   w_ = w;
   primary_ = std::move(primary);
@@ -763,6 +776,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   // now on (replication/copy_fence.hpp).
   const std::size_t n = peers_.size() + 1;
   const std::size_t need = n - std::min<std::size_t>(w_, n); // answers besides this copy
+  // A joint round: copies of the previous set (itself among them) that
+  // must promise or hold this view's epoch.
+  const std::size_t old_need =
+    previous_ ? previous_->n - std::min<std::size_t>(w_, previous_->n) + 1 : 0;
   term_ = fence_.start_round(self_node_, wall_clock_us(), ring_epoch_);
   save_promise(&core);
   struct answer {
@@ -778,6 +795,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     bool higher = false; // a refusal named a term above this round's
     bool leased = false; // a copy refused: it granted another a read lease
     bool newer_view = false; // a copy refused: it promised a newer view's round
+    // A joint round: copies of the previous set that promised or hold the
+    // epoch (this one counted), and the dropped ones asked and answered.
+    std::size_t old_fenced = 1;
+    std::size_t old_asked = 0, old_answered = 0;
     // The copy with the most up-to-date journal: the highest term of its
     // last record, then the longest (Raft's election restriction,
     // Ongaro and Ousterhout 2014, Sec. 5.4.1); this copy on a tie.
@@ -793,7 +814,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   r->best_end = core.log_end();
   r->best = peers_.size();
   const auto epoch = epoch_;
-  auto done = [this, self, r, need, epoch]() {
+  auto done = [this, self, r, need, old_need, epoch]() {
     // The round ends once every copy asked has answered, or as soon as
     // enough copies (not being filled) promised: any n - w + 1 copies meet
     // every write quorum, so the longest of them has every acknowledged
@@ -803,8 +824,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     // copies of a partition took turns trying to lead and none ever did.
     if (epoch != epoch_ || r->finished)
       return;
-    const bool all_in = r->answered + r->failed + r->refused >= r->asked;
-    if (!all_in && r->answered - r->filling < need)
+    const bool joint_ok = r->old_fenced >= old_need;
+    const bool all_in = r->answered + r->failed + r->refused >= r->asked
+                        && r->old_answered >= r->old_asked;
+    if (!all_in && (r->answered - r->filling < need || !joint_ok))
       return;
     r->finished = true;
     auto* c = core_ ? core_() : nullptr;
@@ -821,7 +844,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     // nothing more back: without this, copies all being filled but one
     // never got a primary again).
     const bool everyone = r->answered == peers_.size();
-    if (r->answered - r->filling < need && !everyone) {
+    if ((r->answered - r->filling < need && !everyone) || !joint_ok) {
       promote_round_ = 0; // the next tick asks again
       fence_.abandon_round(term_);
       save_promise(c);
@@ -836,6 +859,9 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           (r->higher ? " (a higher term was promised)" : ""),
           (r->leased ? " (a read lease granted to another copy still holds)" : ""),
           (r->newer_view ? " (a copy promised a round of a newer view)" : ""),
+          (joint_ok ? std::string{}
+                    : " (" + std::to_string(r->old_fenced) + " of the " + std::to_string(old_need)
+                        + " copies of the set it led before)"),
           "; retrying");
       if ((r->higher || r->leased) && !pump_scheduled_) {
         // Soon again, under a term above the one they named.
@@ -906,6 +932,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
         [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t role,
                            std::uint64_t last_o, std::uint64_t last_s, std::uint64_t tn,
                            node_id& tby, std::uint64_t pn, node_id& pby) {
+          if (previous_ && (promised || (role & view_fenced_flag) != 0)
+              && std::find(previous_->kept.begin(), previous_->kept.end(), peers_[i].node)
+                   != previous_->kept.end())
+            ++r->old_fenced;
           if (!promised) {
             ++r->refused;
             if (role & leased_flag)
@@ -936,7 +966,32 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           done();
         });
   }
-  if (r->asked == 0)
+  // A joint round also asks the copies of the previous set that the new
+  // one drops: they count for the previous set only.
+  if (previous_)
+    for (const auto& [node, handle] : previous_->dropped) {
+      if (std::find(removed_.begin(), removed_.end(), node) != removed_.end()) {
+        ++r->old_fenced; // gone for good, on the operator's word
+        continue;
+      }
+      if (!handle)
+        continue;
+      ++r->old_asked;
+      self->request(handle, link_timeout, r_fence_atom::value, term_.n, term_.by, ring_epoch_)
+        .then(
+          [r, done](bool promised, std::uint64_t, std::uint8_t role, std::uint64_t,
+                    std::uint64_t, std::uint64_t, node_id&, std::uint64_t, node_id&) {
+            ++r->old_answered;
+            if (promised || (role & view_fenced_flag) != 0)
+              ++r->old_fenced;
+            done();
+          },
+          [r, done](caf::error&) {
+            ++r->old_answered;
+            done();
+          });
+    }
+  if (r->asked == 0 && r->old_asked == 0)
     done();
 }
 
@@ -1202,6 +1257,8 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
 void partition_replication::set_role(copy_role r) {
   const bool served = serves_clients();
   role_ = r;
+  if (r != copy_role::promoting)
+    previous_.reset(); // it leads (the joint round succeeded), or follows
   if (served && !serves_clients()) {
     // First the role, then the news: a copy that stops leading has dropped
     // its unreplicated tail's hold on reads (stop_leading, configure), and
@@ -1367,6 +1424,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     grant_lease(node_id{"?"});
   }
   return {
+    [this](r_removed_atom, std::vector<node_id>& nodes) { removed_ = std::move(nodes); },
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
                  std::vector<node_id>& peers, std::vector<caf::actor>& handles,
                  std::uint32_t w, bool filling, std::uint64_t ring_epoch) {

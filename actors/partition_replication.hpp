@@ -57,6 +57,8 @@
 //        epoch)
 //        filling: this copy is being filled; it promises no take-over round
 //        epoch: the ring epoch of the view the configuration comes from
+//   (r_removed, nodes): the cluster's removed members, sent with every
+//        r_config (a joint round counts their copies as gone)
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -342,6 +344,23 @@ private:
   // A primary's writes not yet on w copies when its copy set changed,
   // carried through its take-over round of the new set (configure).
   std::vector<held_write> carried_;
+  // The copy set it led when the nodes of its set changed (configure): its
+  // next round is joint (docs/REPLICATION.md, "Joint rounds"): it also
+  // needs n - w + 1 copies of that set, itself among them, to promise or
+  // to hold the new view's epoch, so that the old set's copies still on
+  // the old view cannot elect a primary of their own. `dropped`: the
+  // copies of that set the new one does not name (asked too); `kept`: the
+  // nodes of both; `n`: its size. Dropped copies on nodes removed from the
+  // cluster (`removed_`: on the operator's word that they are dead) count
+  // as gone: without them two removals at once would leave no majority of
+  // the old set. Cleared once it leads, or follows.
+  struct previous_set {
+    std::vector<std::pair<node_id, caf::actor>> dropped;
+    std::vector<node_id> kept;
+    std::size_t n = 0;
+  };
+  std::optional<previous_set> previous_;
+  std::vector<node_id> removed_; // r_removed: the cluster's removed members
   // Flushed batches not yet on every copy, oldest first (re-sent from here
   // instead of the journal while they last).
   std::deque<replication_batch> recent_;

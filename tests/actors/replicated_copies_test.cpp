@@ -386,6 +386,12 @@ struct sets_of_three : copies_fixture {
   sets_of_three() : copies_fixture(4) { w = 2; }
 };
 
+// Five copies' folders for copy sets of three (w = 2): a copy set that
+// changes by two nodes.
+struct sets_of_three_of_five : copies_fixture {
+  sets_of_three_of_five() : copies_fixture(5) { w = 2; }
+};
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(replicated_copies_tests, three_copies)
@@ -936,6 +942,82 @@ BOOST_FIXTURE_TEST_CASE(a_primary_whose_copy_set_changes_leads_it_after_a_round_
   BOOST_TEST(!late.first, "copy 1 promised a round of the old view after one of the new");
   const auto value = read_once_served(0);
   BOOST_TEST(value.value_or(-1) == 7);
+}
+
+// Joint rounds (docs/REPLICATION.md): copy 0 leads the set {0, 1, 2}
+// (ring epoch 1); a new view (epoch 2) replaces two of its nodes: the set
+// is {0, 3, 4}, copies 3 and 4 new and being filled. The network splits
+// nodes 0, 3 and 4 from nodes 1 and 2, which stay on the old view, where
+// copy 1 tries to lead the old set. Before joint rounds copy 0's round
+// counted copies 3 and 4 (every copy of the new set promised) and copy 1
+// led the old set with copy 2: two write quorums that do not meet. Now
+// copy 0's round also needs 2 of the 3 copies of the set it led (itself
+// and copy 1 or 2), which promise the new view.
+BOOST_FIXTURE_TEST_CASE(a_copy_set_that_changes_by_two_nodes_is_taken_over_by_a_joint_round,
+                        sets_of_three_of_five) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 3, 4};
+  configure_set(1, copy_role::replica, 0, old_set);
+  configure_set(2, copy_role::replica, 0, old_set);
+  configure_set(0, copy_role::primary, 0, old_set);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  const auto old_term = term_of(0);
+
+  ring_epoch = 2;
+  configure_set(3, copy_role::replica, 0, new_set, true);
+  configure_set(4, copy_role::replica, 0, new_set, true);
+  configure_set(0, copy_role::primary, 0, new_set);
+  std::uint64_t new_term = old_term;
+  for (int n = 0; n < 250 && (new_term == old_term || new_term == 0); ++n) {
+    std::this_thread::sleep_for(20ms);
+    new_term = term_of(0);
+  }
+  BOOST_TEST(new_term > old_term);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 2));
+
+  // Copy 1, on the old view and cut off from node 0, tries to lead the
+  // old set.
+  ring_epoch = 1;
+  wait_lease_out(); // copy 2's grant to copy 0 ran out: only the fence refuses
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
+  BOOST_TEST(!wait_role(1, "primary"), "copy 1 leads the old set beside copy 0");
+  BOOST_TEST(!acknowledged(1, 100), "a write was acknowledged on the old set");
+  auto late = fence(2, copy_term{new_term + 1'000'000, nodes[1]});
+  BOOST_TEST(!late.first, "copy 2 promised a round of the old view after the joint round");
+  BOOST_TEST(acknowledged(0, 4), "copy 0 no longer gets writes on 2 copies");
+  BOOST_TEST(read_once_served(0).value_or(-1) == 7);
+}
+
+// A joint round whose dropped copies do not answer waits for them: they
+// could be alive and cut off, electing a primary of their own. Copies on
+// nodes removed from the cluster (`tally cluster remove`, on the
+// operator's word that they are dead; the membership sends r_removed with
+// every r_config) count as gone: two nodes of three removed at once leave
+// no majority of the old set otherwise, and the partition would never be
+// served again.
+BOOST_FIXTURE_TEST_CASE(a_joint_round_counts_the_copies_of_removed_nodes_as_gone,
+                        sets_of_three_of_five) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 3, 4};
+  configure_set(1, copy_role::replica, 0, old_set);
+  configure_set(2, copy_role::replica, 0, old_set);
+  configure_set(0, copy_role::primary, 0, old_set);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  for (std::size_t i : {1, 2})
+    caf::anon_send_exit(copies[i], caf::exit_reason::kill);
+  ring_epoch = 2;
+  configure_set(3, copy_role::replica, 0, new_set, true);
+  configure_set(4, copy_role::replica, 0, new_set, true);
+  configure_set(0, copy_role::primary, 0, new_set);
+  BOOST_TEST(!wait_role(0, "primary"), "copy 0 led without the set it led before");
+  // Nodes 1 and 2 are removed.
+  (*me)->send(copies[0], r_removed_atom::value, std::vector<node_id>{nodes[1], nodes[2]});
+  BOOST_TEST(wait_role(0, "primary"));
+  BOOST_TEST(acknowledged(0, 2));
+  BOOST_TEST(read_once_served(0).value_or(-1) == 3);
 }
 
 // Handoffs across two copy sets (docs/REPLICATION.md): copy 0 leads the
