@@ -804,7 +804,9 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     // Ongaro and Ousterhout 2014, Sec. 5.4.1); this copy on a tie.
     copy_term best_term;
     std::uint64_t best_end = 0;
-    std::size_t best = 0;
+    std::size_t best = 0; // peers_.size(): this copy; above: a dropped copy
+    caf::actor best_handle;
+    node_id best_node;
     std::vector<answer> answers;
   };
   auto r = std::make_shared<round>();
@@ -902,7 +904,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       // become_primary). It stands aside: replaced, it gets a full copy.
       // Leading with them (longest wins, before terms) could overwrite
       // acknowledged records on the other copies (docs/REPLICATION.md).
-      report_stale(self, *c, "the copy on " + peers_[r->best].node
+      report_stale(self, *c, "the copy on " + r->best_node
                                + " has a later term (" + r->best_term.to_string()
                                + ") at its journal's end " + std::to_string(r->best_end)
                                + "; this journal ends at " + std::to_string(c->log_end())
@@ -920,7 +922,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
                             "partition " + std::to_string(c->index())
                               + ": another copy was more up-to-date than the primary; the "
                                 "write's outcome is unknown: retry with the same op ids"));
-    pull_from(self, r->best, r->best_end, r->best_term, epoch);
+    pull_from(self, r->best_handle, r->best_end, r->best_term, epoch);
   };
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     if (!peers_[i].handle)
@@ -938,6 +940,19 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
             ++r->old_fenced;
           if (!promised) {
             ++r->refused;
+            // A copy of the previous set that holds the new epoch without
+            // promising: counted for the joint round, and so is its journal
+            // (it may hold writes acknowledged in the old view).
+            if (previous_ && (role & view_fenced_flag) != 0 && end != 0) {
+              copy_term last{tn, tby};
+              if (std::tie(r->best_term, r->best_end) < std::tie(last, end)) {
+                r->best_term = last;
+                r->best_end = end;
+                r->best = i;
+                r->best_handle = peers_[i].handle;
+                r->best_node = peers_[i].node;
+              }
+            }
             if (role & leased_flag)
               r->leased = true;
             if (role & newer_view_flag)
@@ -957,6 +972,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
             r->best_term = last;
             r->best_end = end;
             r->best = i;
+            r->best_handle = peers_[i].handle;
+            r->best_node = peers_[i].node;
           }
           r->answers.push_back({i, end, last_o, last_s, std::move(last)});
           done();
@@ -979,11 +996,25 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       ++r->old_asked;
       self->request(handle, link_timeout, r_fence_atom::value, term_.n, term_.by, ring_epoch_)
         .then(
-          [r, done](bool promised, std::uint64_t, std::uint8_t role, std::uint64_t,
-                    std::uint64_t, std::uint64_t, node_id&, std::uint64_t, node_id&) {
+          [this, r, done, handle = handle, node = node](
+            bool promised, std::uint64_t end, std::uint8_t role, std::uint64_t, std::uint64_t,
+            std::uint64_t tn, node_id& tby, std::uint64_t, node_id&) {
             ++r->old_answered;
-            if (promised || (role & view_fenced_flag) != 0)
+            if (promised || (role & view_fenced_flag) != 0) {
               ++r->old_fenced;
+              // Its journal may hold writes acknowledged in the old view
+              // that no copy of the new set has: the most up-to-date
+              // journal of both sets is the one this copy leads with
+              // (pulled, as from any copy: pull_from).
+              copy_term last{tn, std::move(tby)};
+              if (end != 0 && std::tie(r->best_term, r->best_end) < std::tie(last, end)) {
+                r->best_term = last;
+                r->best_end = end;
+                r->best = peers_.size() + 1;
+                r->best_handle = handle;
+                r->best_node = node;
+              }
+            }
             done();
           },
           [r, done](caf::error&) {
@@ -1061,11 +1092,11 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
   settle();
 }
 
-void partition_replication::pull_from(caf::event_based_actor* self, std::size_t peer,
+void partition_replication::pull_from(caf::event_based_actor* self, caf::actor peer,
                                       std::uint64_t target, copy_term target_term,
                                       std::uint64_t epoch) {
   auto* c = core_ ? core_() : nullptr;
-  if (!c || epoch != epoch_ || peer >= peers_.size())
+  if (!c || epoch != epoch_ || !peer)
     return;
   const lsn from = c->log_end();
   if (from >= target) {
@@ -1089,7 +1120,7 @@ void partition_replication::pull_from(caf::event_based_actor* self, std::size_t 
   }
   auto [po, ps] = wire_prev(prev, known);
   const copy_term pt = wire_prev_term(*c, from, known);
-  self->request(peers_[peer].handle, link_timeout, r_fetch_atom::value, from, po, ps, pt.n, pt.by,
+  self->request(peer, link_timeout, r_fetch_atom::value, from, po, ps, pt.n, pt.by,
                 std::uint64_t{max_records_per_send})
     .then(
       [this, self, peer, target, target_term, epoch](std::uint8_t status, std::string& bytes) {
@@ -1652,12 +1683,22 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
           view_fenced = fence_.promised_epoch() >= ring_epoch && save_promise(c);
         }
         const auto& p = fence_.promised();
-        return {false, 0,
-                static_cast<std::uint8_t>(static_cast<std::uint8_t>(role_)
-                                          | (leased ? leased_flag : 0)
-                                          | (older_view ? newer_view_flag : 0)
-                                          | (view_fenced ? view_fenced_flag : 0)),
-                no_prev, no_prev, 0, node_id{}, p.n, p.by};
+        const auto flags = static_cast<std::uint8_t>(static_cast<std::uint8_t>(role_)
+                                                     | (leased ? leased_flag : 0)
+                                                     | (older_view ? newer_view_flag : 0)
+                                                     | (view_fenced ? view_fenced_flag : 0));
+        if (!view_fenced)
+          return {false, 0, flags, no_prev, no_prev, 0, node_id{}, p.n, p.by};
+        // Holding the epoch, it says how far its journal goes, as a promise
+        // does: a joint round leads with the most up-to-date journal of the
+        // previous set too.
+        std::uint64_t o = no_prev, q = no_prev;
+        if (auto tx = c->tx_at(c->log_end() - 1); tx) {
+          o = *tx ? (*tx)->origin : 0;
+          q = *tx ? (*tx)->seq : 0;
+        }
+        const copy_term last = c->last_term();
+        return {false, c->log_end(), flags, o, q, last.n, last.by, p.n, p.by};
       }
       if (role_ == copy_role::primary || role_ == copy_role::promoting) {
         step_down(self, t);

@@ -302,7 +302,7 @@ private:
   void send_seed_chunk(caf::event_based_actor* self, const node_id& node);
   void end_seed(peer_link& p);
   void promote(caf::event_based_actor* self, partition_core& core);
-  void pull_from(caf::event_based_actor* self, std::size_t peer, std::uint64_t target,
+  void pull_from(caf::event_based_actor* self, caf::actor peer, std::uint64_t target,
                  copy_term target_term, std::uint64_t epoch);
   // Leads: after a take-over round (`after_round`: the journal ends the
   // copies promised are known, `round_ends_`), or again with a new peer

@@ -991,6 +991,42 @@ BOOST_FIXTURE_TEST_CASE(a_copy_set_that_changes_by_two_nodes_is_taken_over_by_a_
   BOOST_TEST(read_once_served(0).value_or(-1) == 7);
 }
 
+// A joint round leads with the most up-to-date journal of both sets:
+// while copy 0 (primary of {0, 1, 2}) was cut off and wrote nothing,
+// copies 1 and 2 elected copy 1 on the old view and had +100 acknowledged
+// on {1, 2}. Then a new view makes the set {0, 3, 4}: copy 0's joint round
+// hears from copies 1 and 2, which the new set drops, and pulls copy 1's
+// journal before it leads. Counted for the old set only, their journals
+// were not looked at, and copy 0 led without the acknowledged +100.
+BOOST_FIXTURE_TEST_CASE(a_joint_round_leads_with_writes_acknowledged_on_the_dropped_copies,
+                        sets_of_three_of_five) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 3, 4};
+  configure_set(1, copy_role::replica, 0, old_set);
+  configure_set(2, copy_role::replica, 0, old_set);
+  configure_set(0, copy_role::primary, 0, old_set);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  // Copies 1 and 2, cut off from copy 0, elect copy 1 (old view).
+  wait_lease_out();
+  configure_set(2, copy_role::replica, 1, old_set);
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  BOOST_REQUIRE(acknowledged(1, 100));
+  BOOST_REQUIRE(wait_role(0, "primary")); // copy 0 wrote nothing: it still thinks it leads
+
+  ring_epoch = 2;
+  configure_set(3, copy_role::replica, 0, new_set, true);
+  configure_set(4, copy_role::replica, 0, new_set, true);
+  configure_set(0, copy_role::primary, 0, new_set);
+  const auto served = read_once_served(0);
+  BOOST_TEST(served.value_or(-1) == 101, "copy 0 serves " << served.value_or(-1)
+                                            << " without the write acknowledged on {1, 2}");
+  BOOST_TEST(acknowledged(0, 1000));
+  BOOST_TEST(read_once_served(0).value_or(-1) == 1101);
+}
+
 // A joint round whose dropped copies do not answer waits for them: they
 // could be alive and cut off, electing a primary of their own. Copies on
 // nodes removed from the cluster (`tally cluster remove`, on the
