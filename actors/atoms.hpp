@@ -82,10 +82,12 @@ using r_fetch_atom = caf::atom_constant<caf::atom("r_fetch")>;
 using r_end_atom = caf::atom_constant<caf::atom("r_end")>;
 using r_config_atom = caf::atom_constant<caf::atom("r_config")>;
 using r_stale_atom = caf::atom_constant<caf::atom("r_stale")>;
-// (r_removed, nodes): the members removed from the cluster (`tally cluster
-// remove`), sent with every r_config: a joint round counts their copies as
-// gone (partition_replication::previous_set).
-using r_removed_atom = caf::atom_constant<caf::atom("r_removed")>;
+// (r_others, removed nodes, nodes, handles): sent with every r_config: the
+// members removed from the cluster (`tally cluster remove`), whose copies a
+// joint round counts as gone, and the copies of the partition on other
+// nodes that are up (owner stores and replica copies), which a joint round
+// asks (partition_replication::previous_set).
+using r_others_atom = caf::atom_constant<caf::atom("r_others")>;
 using r_seed_atom = caf::atom_constant<caf::atom("r_seed")>;
 // A take-over round's question: promise this term, and say your journal end.
 using r_fence_atom = caf::atom_constant<caf::atom("r_fence")>;

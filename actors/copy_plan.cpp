@@ -157,17 +157,35 @@ void replicated_routes(mem_self self) {
     // epoch of its node's view (docs/REPLICATION.md, "Rounds across two
     // copy sets").
     const auto ring_epoch = st.ring->owners().epoch;
+    // The copies of p on the other nodes that are up, set or not (a joint
+    // round asks the ones its new set drops), and the removed members.
+    std::vector<node_id> removed, other_nodes;
+    std::vector<caf::actor> other_handles;
+    for (const auto& [id, m] : st.ring->members())
+      if (m.status == member_status::removed)
+        removed.push_back(id);
+    std::string others_key;
+    for (const auto& [id, pe] : st.peers) {
+      if (!pe.up)
+        continue;
+      caf::actor h = p < pe.parts.size() && pe.parts[p] ? pe.parts[p]
+                     : p < pe.copies.size()             ? pe.copies[p]
+                                                        : caf::actor{};
+      if (!h)
+        continue;
+      others_key += id + "=" + std::to_string(h.id()) + ",";
+      other_nodes.push_back(id);
+      other_handles.push_back(std::move(h));
+    }
     auto key = mine.key() + "|" + std::to_string(handle ? handle.id() : 0) + "|"
-               + std::to_string(ring_epoch);
+               + std::to_string(ring_epoch) + "|" + std::to_string(removed.size()) + "|"
+               + others_key;
     auto& last = st.configured[p];
     if (last == key)
       continue;
     last = key;
-    std::vector<node_id> removed;
-    for (const auto& [id, m] : st.ring->members())
-      if (m.status == member_status::removed)
-        removed.push_back(id);
-    self->send(handle, r_removed_atom::value, std::move(removed));
+    self->send(handle, r_others_atom::value, std::move(removed), std::move(other_nodes),
+               std::move(other_handles));
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),
                mine.primary, mine.peers, mine.handles, mine.w, mine.filling, ring_epoch);
   }

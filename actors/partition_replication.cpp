@@ -482,6 +482,7 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
                                       std::vector<caf::actor> handles, std::uint32_t w,
                                       bool filling, std::uint64_t ring_epoch) {
   const copy_role before = role_;
+  const bool was_configured = configured_;
   filling_ = filling;
   configured_ = true;
   // Views only move forward; the epoch its rounds and batches carry.
@@ -524,9 +525,13 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   }
   for (auto& old : peers_)
     end_seed(old); // an unfinished full copy is started again if still needed
-  if (before == copy_role::primary && !same_nodes && role == copy_role::primary) {
-    // The set it led: its next round is joint (previous_set).
+  if (!same_nodes && !previous_ && was_configured && !peers_.empty()
+      && role != copy_role::solo && before != copy_role::stale) {
+    // The set it was configured in: its next round is joint, whether it
+    // led that set or follows (previous_set), until a primary of the new
+    // view ships to it.
     previous_set prev;
+    prev.since_epoch = ring_epoch_;
     prev.n = peers_.size() + 1;
     for (const auto& old : peers_) {
       const bool kept = std::find(peers.begin(), peers.end(), old.node) != peers.end();
@@ -986,11 +991,17 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   // A joint round also asks the copies of the previous set that the new
   // one drops: they count for the previous set only.
   if (previous_)
-    for (const auto& [node, handle] : previous_->dropped) {
+    for (const auto& [node, kept_handle] : previous_->dropped) {
       if (std::find(removed_.begin(), removed_.end(), node) != removed_.end()) {
         ++r->old_fenced; // gone for good, on the operator's word
         continue;
       }
+      // Its copy as the membership last saw it (a node cut off at the
+      // change and back since), else the one the previous set kept.
+      caf::actor handle = kept_handle;
+      for (const auto& [n, h] : others_)
+        if (n == node)
+          handle = h;
       if (!handle)
         continue;
       ++r->old_asked;
@@ -1288,8 +1299,8 @@ void partition_replication::step_down(caf::event_based_actor*, const copy_term& 
 void partition_replication::set_role(copy_role r) {
   const bool served = serves_clients();
   role_ = r;
-  if (r != copy_role::promoting)
-    previous_.reset(); // it leads (the joint round succeeded), or follows
+  if (r == copy_role::primary || r == copy_role::solo || r == copy_role::stale)
+    previous_.reset(); // it leads (its joint round succeeded), or is out
   if (served && !serves_clients()) {
     // First the role, then the news: a copy that stops leading has dropped
     // its unreplicated tail's hold on reads (stop_leading, configure), and
@@ -1455,7 +1466,13 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     grant_lease(node_id{"?"});
   }
   return {
-    [this](r_removed_atom, std::vector<node_id>& nodes) { removed_ = std::move(nodes); },
+    [this](r_others_atom, std::vector<node_id>& removed, std::vector<node_id>& nodes,
+           std::vector<caf::actor>& handles) {
+      removed_ = std::move(removed);
+      others_.clear();
+      for (std::size_t i = 0; i < nodes.size() && i < handles.size(); ++i)
+        others_.emplace_back(std::move(nodes[i]), std::move(handles[i]));
+    },
     [this, self](r_config_atom, std::uint8_t role, node_id& primary,
                  std::vector<node_id>& peers, std::vector<caf::actor>& handles,
                  std::uint32_t w, bool filling, std::uint64_t ring_epoch) {
@@ -1500,6 +1517,10 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       }
       refusing_from_.clear();
       grant_lease(from);
+      // A primary of the new view leads (after its own joint round, or a
+      // handoff's fence): the previous set is fenced.
+      if (previous_ && ring_epoch >= previous_->since_epoch)
+        previous_.reset();
       auto b = decode_batch(bytes);
       if (!b) {
         log(log_level::warn, "partition ", c->index(), ": bad batch from ", from, ": ",

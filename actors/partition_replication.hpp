@@ -57,8 +57,10 @@
 //        epoch)
 //        filling: this copy is being filled; it promises no take-over round
 //        epoch: the ring epoch of the view the configuration comes from
-//   (r_removed, nodes): the cluster's removed members, sent with every
-//        r_config (a joint round counts their copies as gone)
+//   (r_others, removed nodes, nodes, handles), sent with every r_config:
+//        the cluster's removed members (a joint round counts their copies
+//        as gone) and the partition's copies on other nodes that are up
+//        (a joint round asks the dropped ones there)
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -344,23 +346,30 @@ private:
   // A primary's writes not yet on w copies when its copy set changed,
   // carried through its take-over round of the new set (configure).
   std::vector<held_write> carried_;
-  // The copy set it led when the nodes of its set changed (configure): its
-  // next round is joint (docs/REPLICATION.md, "Joint rounds"): it also
-  // needs n - w + 1 copies of that set, itself among them, to promise or
-  // to hold the new view's epoch, so that the old set's copies still on
-  // the old view cannot elect a primary of their own. `dropped`: the
+  // The copy set it was in when the nodes of its set changed (configure),
+  // led or followed: its next round is joint (docs/REPLICATION.md, "Joint
+  // rounds"): it also needs n - w + 1 copies of that set, itself among
+  // them, to promise or to hold the new view's epoch, so that the old
+  // set's copies still on the old view cannot elect a primary of their
+  // own, and it leads with the most up-to-date journal among them. Kept
+  // until it leads, or a primary of a view of `since_epoch` or later ships
+  // to it (that primary's round fenced the old set). `dropped`: the
   // copies of that set the new one does not name (asked too); `kept`: the
   // nodes of both; `n`: its size. Dropped copies on nodes removed from the
   // cluster (`removed_`: on the operator's word that they are dead) count
   // as gone: without them two removals at once would leave no majority of
-  // the old set. Cleared once it leads, or follows.
+  // the old set.
   struct previous_set {
     std::vector<std::pair<node_id, caf::actor>> dropped;
     std::vector<node_id> kept;
     std::size_t n = 0;
+    std::uint64_t since_epoch = 0;
   };
   std::optional<previous_set> previous_;
-  std::vector<node_id> removed_; // r_removed: the cluster's removed members
+  std::vector<node_id> removed_; // r_others: the cluster's removed members
+  // r_others: the partition's copies on other nodes that are up, by node
+  // (fresher than the handles a previous set kept).
+  std::vector<std::pair<node_id, caf::actor>> others_;
   // Flushed batches not yet on every copy, oldest first (re-sent from here
   // instead of the journal while they last).
   std::deque<replication_batch> recent_;

@@ -1027,11 +1027,49 @@ BOOST_FIXTURE_TEST_CASE(a_joint_round_leads_with_writes_acknowledged_on_the_drop
   BOOST_TEST(read_once_served(0).value_or(-1) == 1101);
 }
 
+// A replica whose set changes by two nodes and that is to lead the new
+// set runs a joint round too: copy 0 leads {0, 1, 2} (epoch 1); copy 1,
+// cut off from copies 0 and 2, gets a view (epoch 2) whose set {1, 3, 4}
+// it is to lead. Copies 0 and 2, on the old view, go on: +10 is
+// acknowledged on them. Copy 1 does not lead while it cannot reach them
+// (before, it led at once with copies 3 and 4: two primaries). Once its
+// membership sees their copies again (r_others), its joint round gets
+// their promises and their journal: it serves 11, and copy 0 no longer
+// leads.
+BOOST_FIXTURE_TEST_CASE(a_replica_that_leads_a_set_changed_by_two_nodes_runs_a_joint_round,
+                        sets_of_three_of_five) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{1, 3, 4};
+  configure_set(1, copy_role::replica, 0, old_set);
+  configure_set(2, copy_role::replica, 0, old_set);
+  configure_set(0, copy_role::primary, 0, old_set);
+  BOOST_REQUIRE(wait_role(0, "primary"));
+  BOOST_REQUIRE(acknowledged(0, 1));
+  // The cut: copy 1 sees neither copy 0 nor copy 2.
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
+              nodes[0], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{caf::actor{}, caf::actor{}}, w, false, ring_epoch);
+  ring_epoch = 2;
+  configure_set(3, copy_role::replica, 1, new_set, true);
+  configure_set(4, copy_role::replica, 1, new_set, true);
+  configure_set(1, copy_role::primary, 1, new_set);
+  BOOST_TEST(acknowledged(0, 10), "the old set's primary no longer gets writes on {0, 2}");
+  BOOST_TEST(!wait_role(1, "primary"), "copy 1 leads the new set beside copy 0");
+  // Healed: copy 1's membership sees copies 0 and 2 again.
+  (*me)->send(copies[1], r_others_atom::value, std::vector<node_id>{},
+              std::vector<node_id>{nodes[0], nodes[2], nodes[3], nodes[4]},
+              std::vector<caf::actor>{copies[0], copies[2], copies[3], copies[4]});
+  const auto served = read_once_served(1);
+  BOOST_TEST(served.value_or(-1) == 11, "copy 1 serves " << served.value_or(-1));
+  BOOST_TEST(acknowledged(1, 100));
+  BOOST_TEST(status(0).first != "primary", "copy 0 still leads the old set");
+  BOOST_TEST(read_once_served(1).value_or(-1) == 111);
+}
+
 // A joint round whose dropped copies do not answer waits for them: they
 // could be alive and cut off, electing a primary of their own. Copies on
 // nodes removed from the cluster (`tally cluster remove`, on the
-// operator's word that they are dead; the membership sends r_removed with
-// every r_config) count as gone: two nodes of three removed at once leave
+// operator's word that they are dead; the membership sends them in
+// r_others with every r_config) count as gone: two nodes of three removed at once leave
 // no majority of the old set otherwise, and the partition would never be
 // served again.
 BOOST_FIXTURE_TEST_CASE(a_joint_round_counts_the_copies_of_removed_nodes_as_gone,
@@ -1050,7 +1088,8 @@ BOOST_FIXTURE_TEST_CASE(a_joint_round_counts_the_copies_of_removed_nodes_as_gone
   configure_set(0, copy_role::primary, 0, new_set);
   BOOST_TEST(!wait_role(0, "primary"), "copy 0 led without the set it led before");
   // Nodes 1 and 2 are removed.
-  (*me)->send(copies[0], r_removed_atom::value, std::vector<node_id>{nodes[1], nodes[2]});
+  (*me)->send(copies[0], r_others_atom::value, std::vector<node_id>{nodes[1], nodes[2]},
+              std::vector<node_id>{}, std::vector<caf::actor>{});
   BOOST_TEST(wait_role(0, "primary"));
   BOOST_TEST(acknowledged(0, 2));
   BOOST_TEST(read_once_served(0).value_or(-1) == 3);
