@@ -813,6 +813,17 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     caf::actor best_handle;
     node_id best_node;
     std::vector<answer> answers;
+    // An answer's journal: kept as the best when more up-to-date.
+    void consider(const copy_term& last, std::uint64_t end, std::size_t who,
+                  const caf::actor& handle, const node_id& node) {
+      if (!(std::tie(best_term, best_end) < std::tie(last, end)))
+        return;
+      best_term = last;
+      best_end = end;
+      best = who;
+      best_handle = handle;
+      best_node = node;
+    }
   };
   auto r = std::make_shared<round>();
   log(log_level::debug, "partition ", core.index(), ": take-over round (term ",
@@ -948,16 +959,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
             // A copy of the previous set that holds the new epoch without
             // promising: counted for the joint round, and so is its journal
             // (it may hold writes acknowledged in the old view).
-            if (previous_ && (role & view_fenced_flag) != 0 && end != 0) {
-              copy_term last{tn, tby};
-              if (std::tie(r->best_term, r->best_end) < std::tie(last, end)) {
-                r->best_term = last;
-                r->best_end = end;
-                r->best = i;
-                r->best_handle = peers_[i].handle;
-                r->best_node = peers_[i].node;
-              }
-            }
+            if (previous_ && (role & view_fenced_flag) != 0 && end != 0)
+              r->consider(copy_term{tn, tby}, end, i, peers_[i].handle, peers_[i].node);
             if (role & leased_flag)
               r->leased = true;
             if (role & newer_view_flag)
@@ -973,13 +976,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           if (role & filling_flag)
             ++r->filling;
           copy_term last{tn, std::move(tby)};
-          if (std::tie(r->best_term, r->best_end) < std::tie(last, end)) {
-            r->best_term = last;
-            r->best_end = end;
-            r->best = i;
-            r->best_handle = peers_[i].handle;
-            r->best_node = peers_[i].node;
-          }
+          r->consider(last, end, i, peers_[i].handle, peers_[i].node);
           r->answers.push_back({i, end, last_o, last_s, std::move(last)});
           done();
         },
@@ -1017,14 +1014,9 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
               // that no copy of the new set has: the most up-to-date
               // journal of both sets is the one this copy leads with
               // (pulled, as from any copy: pull_from).
-              copy_term last{tn, std::move(tby)};
-              if (end != 0 && std::tie(r->best_term, r->best_end) < std::tie(last, end)) {
-                r->best_term = last;
-                r->best_end = end;
-                r->best = peers_.size() + 1;
-                r->best_handle = handle;
-                r->best_node = node;
-              }
+              if (end != 0)
+                r->consider(copy_term{tn, std::move(tby)}, end, peers_.size() + 1, handle,
+                            node);
             }
             done();
           },

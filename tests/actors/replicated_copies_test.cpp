@@ -154,8 +154,13 @@ struct copies_fixture {
 
   // As configure(), with the copy set given (copy i among `set`): its
   // peers are the others of `set`, in order.
+  // `new_copies`: copies of `set` configured first as the primary's
+  // replicas being filled (a change of view adds them).
   void configure_set(std::size_t i, copy_role role, std::size_t primary,
-                     const std::vector<std::size_t>& set, bool filling = false) {
+                     const std::vector<std::size_t>& set, bool filling = false,
+                     const std::vector<std::size_t>& new_copies = {}) {
+    for (auto j : new_copies)
+      configure_set(j, copy_role::replica, primary, set, true);
     std::vector<node_id> peers;
     std::vector<caf::actor> handles;
     for (auto j : set)
@@ -165,6 +170,16 @@ struct copies_fixture {
       }
     (*me)->send(copies[i], r_config_atom::value, static_cast<std::uint8_t>(role),
                 nodes[primary], peers, handles, w, filling, ring_epoch);
+  }
+
+  // Copy `primary` leads `set` (its other copies configured as its
+  // replicas first), as a membership starts them.
+  void lead_set(std::size_t primary, const std::vector<std::size_t>& set) {
+    for (auto j : set)
+      if (j != primary)
+        configure_set(j, copy_role::replica, primary, set);
+    configure_set(primary, copy_role::primary, primary, set);
+    BOOST_REQUIRE(wait_role(primary, "primary"));
   }
 
   // Copy i's role and journal end (r_status).
@@ -910,10 +925,7 @@ BOOST_AUTO_TEST_CASE(a_copy_promises_only_to_a_copy_of_its_own_copy_set) {
 BOOST_FIXTURE_TEST_CASE(a_primary_whose_copy_set_changes_leads_it_after_a_round_of_the_new_view,
                         sets_of_three) {
   const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 1, 3};
-  configure_set(1, copy_role::replica, 0, old_set);
-  configure_set(2, copy_role::replica, 0, old_set);
-  configure_set(0, copy_role::primary, 0, old_set);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  lead_set(0, old_set);
   BOOST_REQUIRE(acknowledged(0, 1));
   const auto old_term = term_of(0);
   BOOST_REQUIRE(old_term != 0);
@@ -956,17 +968,12 @@ BOOST_FIXTURE_TEST_CASE(a_primary_whose_copy_set_changes_leads_it_after_a_round_
 BOOST_FIXTURE_TEST_CASE(a_copy_set_that_changes_by_two_nodes_is_taken_over_by_a_joint_round,
                         sets_of_three_of_five) {
   const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 3, 4};
-  configure_set(1, copy_role::replica, 0, old_set);
-  configure_set(2, copy_role::replica, 0, old_set);
-  configure_set(0, copy_role::primary, 0, old_set);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  lead_set(0, old_set);
   BOOST_REQUIRE(acknowledged(0, 1));
   const auto old_term = term_of(0);
 
   ring_epoch = 2;
-  configure_set(3, copy_role::replica, 0, new_set, true);
-  configure_set(4, copy_role::replica, 0, new_set, true);
-  configure_set(0, copy_role::primary, 0, new_set);
+  configure_set(0, copy_role::primary, 0, new_set, false, {3, 4});
   std::uint64_t new_term = old_term;
   for (int n = 0; n < 250 && (new_term == old_term || new_term == 0); ++n) {
     std::this_thread::sleep_for(20ms);
@@ -1001,10 +1008,7 @@ BOOST_FIXTURE_TEST_CASE(a_copy_set_that_changes_by_two_nodes_is_taken_over_by_a_
 BOOST_FIXTURE_TEST_CASE(a_joint_round_leads_with_writes_acknowledged_on_the_dropped_copies,
                         sets_of_three_of_five) {
   const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 3, 4};
-  configure_set(1, copy_role::replica, 0, old_set);
-  configure_set(2, copy_role::replica, 0, old_set);
-  configure_set(0, copy_role::primary, 0, old_set);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  lead_set(0, old_set);
   BOOST_REQUIRE(acknowledged(0, 1));
   // Copies 1 and 2, cut off from copy 0, elect copy 1 (old view).
   wait_lease_out();
@@ -1017,9 +1021,7 @@ BOOST_FIXTURE_TEST_CASE(a_joint_round_leads_with_writes_acknowledged_on_the_drop
   BOOST_REQUIRE(wait_role(0, "primary")); // copy 0 wrote nothing: it still thinks it leads
 
   ring_epoch = 2;
-  configure_set(3, copy_role::replica, 0, new_set, true);
-  configure_set(4, copy_role::replica, 0, new_set, true);
-  configure_set(0, copy_role::primary, 0, new_set);
+  configure_set(0, copy_role::primary, 0, new_set, false, {3, 4});
   const auto served = read_once_served(0);
   BOOST_TEST(served.value_or(-1) == 101, "copy 0 serves " << served.value_or(-1)
                                             << " without the write acknowledged on {1, 2}");
@@ -1039,19 +1041,14 @@ BOOST_FIXTURE_TEST_CASE(a_joint_round_leads_with_writes_acknowledged_on_the_drop
 BOOST_FIXTURE_TEST_CASE(a_replica_that_leads_a_set_changed_by_two_nodes_runs_a_joint_round,
                         sets_of_three_of_five) {
   const std::vector<std::size_t> old_set{0, 1, 2}, new_set{1, 3, 4};
-  configure_set(1, copy_role::replica, 0, old_set);
-  configure_set(2, copy_role::replica, 0, old_set);
-  configure_set(0, copy_role::primary, 0, old_set);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  lead_set(0, old_set);
   BOOST_REQUIRE(acknowledged(0, 1));
   // The cut: copy 1 sees neither copy 0 nor copy 2.
   (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
               nodes[0], std::vector<node_id>{nodes[0], nodes[2]},
               std::vector<caf::actor>{caf::actor{}, caf::actor{}}, w, false, ring_epoch);
   ring_epoch = 2;
-  configure_set(3, copy_role::replica, 1, new_set, true);
-  configure_set(4, copy_role::replica, 1, new_set, true);
-  configure_set(1, copy_role::primary, 1, new_set);
+  configure_set(1, copy_role::primary, 1, new_set, false, {3, 4});
   BOOST_TEST(acknowledged(0, 10), "the old set's primary no longer gets writes on {0, 2}");
   BOOST_TEST(!wait_role(1, "primary"), "copy 1 leads the new set beside copy 0");
   // Healed: copy 1's membership sees copies 0 and 2 again.
@@ -1069,23 +1066,18 @@ BOOST_FIXTURE_TEST_CASE(a_replica_that_leads_a_set_changed_by_two_nodes_runs_a_j
 // could be alive and cut off, electing a primary of their own. Copies on
 // nodes removed from the cluster (`tally cluster remove`, on the
 // operator's word that they are dead; the membership sends them in
-// r_others with every r_config) count as gone: two nodes of three removed at once leave
-// no majority of the old set otherwise, and the partition would never be
-// served again.
+// r_others with every r_config) count as gone: two nodes of three removed
+// at once leave no majority of the old set otherwise, and the partition
+// would never be served again.
 BOOST_FIXTURE_TEST_CASE(a_joint_round_counts_the_copies_of_removed_nodes_as_gone,
                         sets_of_three_of_five) {
   const std::vector<std::size_t> old_set{0, 1, 2}, new_set{0, 3, 4};
-  configure_set(1, copy_role::replica, 0, old_set);
-  configure_set(2, copy_role::replica, 0, old_set);
-  configure_set(0, copy_role::primary, 0, old_set);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  lead_set(0, old_set);
   BOOST_REQUIRE(acknowledged(0, 1));
   for (std::size_t i : {1, 2})
     caf::anon_send_exit(copies[i], caf::exit_reason::kill);
   ring_epoch = 2;
-  configure_set(3, copy_role::replica, 0, new_set, true);
-  configure_set(4, copy_role::replica, 0, new_set, true);
-  configure_set(0, copy_role::primary, 0, new_set);
+  configure_set(0, copy_role::primary, 0, new_set, false, {3, 4});
   BOOST_TEST(!wait_role(0, "primary"), "copy 0 led without the set it led before");
   // Nodes 1 and 2 are removed.
   (*me)->send(copies[0], r_others_atom::value, std::vector<node_id>{nodes[1], nodes[2]},
@@ -1112,10 +1104,7 @@ BOOST_FIXTURE_TEST_CASE(a_joint_round_counts_the_copies_of_removed_nodes_as_gone
 BOOST_FIXTURE_TEST_CASE(a_handed_off_partition_fences_its_old_copy_set_under_the_new_view,
                         sets_of_three) {
   const std::vector<std::size_t> old_set{0, 1, 2}, new_set{3, 0, 1};
-  configure_set(1, copy_role::replica, 0, old_set);
-  configure_set(2, copy_role::replica, 0, old_set);
-  configure_set(0, copy_role::primary, 0, old_set);
-  BOOST_REQUIRE(wait_role(0, "primary"));
+  lead_set(0, old_set);
   BOOST_REQUIRE(acknowledged(0, 1));
   BOOST_REQUIRE(acknowledged(0, 2));
   const auto old_term = term_of(0);
