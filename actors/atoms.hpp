@@ -84,9 +84,9 @@ using r_config_atom = caf::atom_constant<caf::atom("r_config")>;
 using r_stale_atom = caf::atom_constant<caf::atom("r_stale")>;
 // (r_others, removed nodes, nodes, handles): sent with every r_config: the
 // members removed from the cluster (`tally cluster remove`), whose copies a
-// joint round counts as gone, and the copies of the partition on other
-// nodes that are up (owner stores and replica copies), which a joint round
-// asks (partition_replication::previous_set).
+// joint round counts as gone, and the nodes that are up with their copy of
+// the partition (owner store or replica copy; null: none), which a joint
+// round asks, or counts as gone (partition_replication::previous_set).
 using r_others_atom = caf::atom_constant<caf::atom("r_others")>;
 using r_seed_atom = caf::atom_constant<caf::atom("r_seed")>;
 // A take-over round's question: promise this term, and say your journal end.

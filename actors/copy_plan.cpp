@@ -168,12 +168,12 @@ void replicated_routes(mem_self self) {
     for (const auto& [id, pe] : st.peers) {
       if (!pe.up)
         continue;
+      // Null: the node is up and holds no copy of p (a joint round counts
+      // it as gone).
       caf::actor h = p < pe.parts.size() && pe.parts[p] ? pe.parts[p]
                      : p < pe.copies.size()             ? pe.copies[p]
                                                         : caf::actor{};
-      if (!h)
-        continue;
-      others_key += id + "=" + std::to_string(h.id()) + ",";
+      others_key += id + "=" + std::to_string(h ? h.id() : 0) + ",";
       other_nodes.push_back(id);
       other_handles.push_back(std::move(h));
     }

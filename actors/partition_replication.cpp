@@ -994,11 +994,20 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
         continue;
       }
       // Its copy as the membership last saw it (a node cut off at the
-      // change and back since), else the one the previous set kept.
+      // change and back since), else the one the previous set kept. A node
+      // that is up and holds no copy of the partition any more (its copy
+      // was retired and deleted) takes part in no round or batch of it.
       caf::actor handle = kept_handle;
+      bool up_without_copy = false;
       for (const auto& [n, h] : others_)
-        if (n == node)
+        if (n == node) {
           handle = h;
+          up_without_copy = !h;
+        }
+      if (up_without_copy) {
+        ++r->old_fenced;
+        continue;
+      }
       if (!handle)
         continue;
       ++r->old_asked;

@@ -59,8 +59,9 @@
 //        epoch: the ring epoch of the view the configuration comes from
 //   (r_others, removed nodes, nodes, handles), sent with every r_config:
 //        the cluster's removed members (a joint round counts their copies
-//        as gone) and the partition's copies on other nodes that are up
-//        (a joint round asks the dropped ones there)
+//        as gone) and the other nodes that are up with their copy of the
+//        partition (a joint round asks the dropped ones there; null: the
+//        node holds none, and counts as gone)
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -367,8 +368,8 @@ private:
   };
   std::optional<previous_set> previous_;
   std::vector<node_id> removed_; // r_others: the cluster's removed members
-  // r_others: the partition's copies on other nodes that are up, by node
-  // (fresher than the handles a previous set kept).
+  // r_others: the other nodes that are up, with their copy of the
+  // partition (null: none), fresher than the handles a previous set kept.
   std::vector<std::pair<node_id, caf::actor>> others_;
   // Flushed batches not yet on every copy, oldest first (re-sent from here
   // instead of the journal while they last).
