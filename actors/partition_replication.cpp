@@ -989,25 +989,16 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   // one drops: they count for the previous set only.
   if (previous_)
     for (const auto& [node, kept_handle] : previous_->dropped) {
-      if (std::find(removed_.begin(), removed_.end(), node) != removed_.end()) {
-        ++r->old_fenced; // gone for good, on the operator's word
-        continue;
-      }
-      // Its copy as the membership last saw it (a node cut off at the
-      // change and back since), else the one the previous set kept. A node
-      // that is up and holds no copy of the partition any more (its copy
-      // was retired and deleted) takes part in no round or batch of it.
-      caf::actor handle = kept_handle;
-      bool up_without_copy = false;
-      for (const auto& [n, h] : others_)
-        if (n == node) {
-          handle = h;
-          up_without_copy = !h;
-        }
-      if (up_without_copy) {
+      if (gone_for_good(node)) {
         ++r->old_fenced;
         continue;
       }
+      // Its copy as the membership last saw it (a node cut off at the
+      // change and back since), else the one the previous set kept.
+      caf::actor handle = kept_handle;
+      for (const auto& [n, h] : others_)
+        if (n == node)
+          handle = h;
       if (!handle)
         continue;
       ++r->old_asked;
@@ -1038,6 +1029,13 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     done();
 }
 
+bool partition_replication::gone_for_good(const node_id& node) const {
+  if (std::find(removed_.begin(), removed_.end(), node) != removed_.end())
+    return true;
+  return std::any_of(others_.begin(), others_.end(),
+                     [&](const auto& o) { return o.first == node && !o.second; });
+}
+
 void partition_replication::fence_for_handoff(caf::event_based_actor* self,
                                               partition_core& core, std::uint64_t view_epoch,
                                               std::function<void(bool)> done) {
@@ -1062,7 +1060,8 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
   };
   auto r = std::make_shared<round>();
   const auto index = core.index();
-  auto settle = [r, need, done, index, t, epoch]() {
+  const std::size_t others = peers_.size();
+  auto settle = [r, need, done, index, t, epoch, others]() {
     if (r->finished)
       return;
     const bool all_in = r->promised + r->other >= r->asked;
@@ -1072,10 +1071,15 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
     const bool ok = r->promised >= need;
     log(ok ? log_level::info : log_level::warn, "partition ", index,
         ": handoff fence (term ", t.to_string(), ", ring epoch ", epoch, ") held by ",
-        r->promised, " of ", r->asked, " copies, ", need, " needed");
+        r->promised, " of the ", others, " other copies (", r->asked, " asked), ", need,
+        " needed");
     done(ok);
   };
   for (auto& p : peers_) {
+    if (gone_for_good(p.node)) {
+      ++r->promised; // takes part in no round or batch of the old view
+      continue;
+    }
     if (!p.handle)
       continue;
     ++r->asked;

@@ -367,6 +367,11 @@ private:
     std::uint64_t since_epoch = 0;
   };
   std::optional<previous_set> previous_;
+  // Whether `node`'s copy of the partition takes part in no round or batch
+  // any more: the node was removed from the cluster (on the operator's
+  // word that it is dead), or it is up and holds no copy (retired and
+  // deleted), as its membership last said (r_others).
+  bool gone_for_good(const node_id& node) const;
   std::vector<node_id> removed_; // r_others: the cluster's removed members
   // r_others: the other nodes that are up, with their copy of the
   // partition (null: none), fresher than the handles a previous set kept.

@@ -1146,6 +1146,24 @@ BOOST_FIXTURE_TEST_CASE(a_handed_off_partition_fences_its_old_copy_set_under_the
   BOOST_TEST(read_once_served(3).value_or(-1) == 15);
 }
 
+// A handoff's fence counts the copies of removed nodes as fenced (they
+// take part in nothing): a primary whose other copies are on nodes the
+// operator removed closes for the handoff at once instead of trying for
+// 10 s.
+BOOST_FIXTURE_TEST_CASE(a_handoffs_fence_counts_the_copies_of_removed_nodes, sets_of_three) {
+  const std::vector<std::size_t> old_set{0, 1, 2};
+  lead_set(0, old_set);
+  BOOST_REQUIRE(acknowledged(0, 1));
+  for (std::size_t i : {1, 2})
+    caf::anon_send_exit(copies[i], caf::exit_reason::kill);
+  (*me)->send(copies[0], r_others_atom::value, std::vector<node_id>{nodes[1], nodes[2]},
+              std::vector<node_id>{}, std::vector<caf::actor>{});
+  bool drained = false;
+  (*me)->request(copies[0], 5s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
+    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
+  BOOST_TEST(drained, "the drain waited for copies on removed nodes");
+}
+
 // Raft's consistency check (Sec. 5.3): a batch is taken only when the
 // record before it is the one the primary names, by transaction and by
 // term (docs/REPLICATION.md, "Terms in the journal"). The test sends copy
