@@ -64,6 +64,40 @@ constexpr std::uint8_t newer_view_flag = 0x20;
 // (its saved promise is of that epoch or a newer one): what a handoff's
 // fence needs of it (fence_for_handoff).
 constexpr std::uint8_t view_fenced_flag = 0x10;
+
+// A copy's answer to a round (r_fence); `failed`: no answer.
+struct fence_reply {
+  bool failed = false;
+  bool promised = false;
+  std::uint64_t end = 0;
+  std::uint8_t role = 0;
+  std::uint64_t last_o = 0, last_s = 0; // tx of the record at end - 1
+  copy_term last_term;                  // and its term
+  copy_term promised_term;              // what it holds promised
+  // It promised, or refuses every older view from now on.
+  bool holds_epoch() const noexcept { return promised || (role & view_fenced_flag) != 0; }
+};
+
+// Asks `to` for its promise of `t` in a view of `epoch` (a take-over
+// round, a joint round's old copies, a handoff's fence); `then` gets the
+// answer.
+template <class Then>
+void ask_fence(caf::event_based_actor* self, const caf::actor& to, const copy_term& t,
+               std::uint64_t epoch, Then then) {
+  self->request(to, link_timeout, r_fence_atom::value, t.n, t.by, epoch)
+    .then(
+      [then](bool promised, std::uint64_t end, std::uint8_t role, std::uint64_t last_o,
+             std::uint64_t last_s, std::uint64_t tn, node_id& tby, std::uint64_t pn,
+             node_id& pby) mutable {
+        then(fence_reply{false, promised, end, role, last_o, last_s,
+                          copy_term{tn, std::move(tby)}, copy_term{pn, std::move(pby)}});
+      },
+      [then](caf::error&) mutable {
+        fence_reply a;
+        a.failed = true;
+        then(std::move(a));
+      });
+}
 // What the primary counts of a grant: 9/10 of read_lease from when it
 // sent, less 5 ms.
 constexpr auto counted_lease =
@@ -879,7 +913,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
           (r->newer_view ? " (a copy promised a round of a newer view)" : ""),
           (joint_ok ? std::string{}
                     : " (" + std::to_string(r->old_fenced) + " of the " + std::to_string(old_need)
-                        + " copies of the set it led before)"),
+                        + " copies of its previous copy set)"),
           "; retrying");
       if ((r->higher || r->leased) && !pump_scheduled_) {
         // Soon again, under a term above the one they named.
@@ -944,46 +978,40 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (!peers_[i].handle)
       continue;
     ++r->asked;
-    self->request(peers_[i].handle, link_timeout, r_fence_atom::value, term_.n, term_.by,
-                  ring_epoch_)
-      .then(
-        [this, r, i, done](bool promised, std::uint64_t end, std::uint8_t role,
-                           std::uint64_t last_o, std::uint64_t last_s, std::uint64_t tn,
-                           node_id& tby, std::uint64_t pn, node_id& pby) {
-          if (previous_ && (promised || (role & view_fenced_flag) != 0)
-              && std::find(previous_->kept.begin(), previous_->kept.end(), peers_[i].node)
-                   != previous_->kept.end())
-            ++r->old_fenced;
-          if (!promised) {
-            ++r->refused;
-            // A copy of the previous set that holds the new epoch without
-            // promising: counted for the joint round, and so is its journal
-            // (it may hold writes acknowledged in the old view).
-            if (previous_ && (role & view_fenced_flag) != 0 && end != 0)
-              r->consider(copy_term{tn, tby}, end, i, peers_[i].handle, peers_[i].node);
-            if (role & leased_flag)
-              r->leased = true;
-            if (role & newer_view_flag)
-              r->newer_view = true;
-            copy_term theirs{pn, std::move(pby)};
-            if (term_ < theirs)
-              r->higher = true; // else: stale, or no copy open there (handed off)
-            fence_.saw(theirs);
-            done();
-            return;
-          }
-          ++r->answered;
-          if (role & filling_flag)
-            ++r->filling;
-          copy_term last{tn, std::move(tby)};
-          r->consider(last, end, i, peers_[i].handle, peers_[i].node);
-          r->answers.push_back({i, end, last_o, last_s, std::move(last)});
-          done();
-        },
-        [r, done](caf::error&) {
-          ++r->failed;
-          done();
-        });
+    ask_fence(self, peers_[i].handle, term_, ring_epoch_, [this, r, i, done](fence_reply a) {
+      if (a.failed) {
+        ++r->failed;
+        done();
+        return;
+      }
+      if (previous_ && a.holds_epoch()
+          && std::find(previous_->kept.begin(), previous_->kept.end(), peers_[i].node)
+               != previous_->kept.end())
+        ++r->old_fenced;
+      if (!a.promised) {
+        ++r->refused;
+        // A copy of the previous set that holds the new epoch without
+        // promising: counted for the joint round, and so is its journal
+        // (it may hold writes acknowledged in the old view).
+        if (previous_ && a.holds_epoch() && a.end != 0)
+          r->consider(a.last_term, a.end, i, peers_[i].handle, peers_[i].node);
+        if (a.role & leased_flag)
+          r->leased = true;
+        if (a.role & newer_view_flag)
+          r->newer_view = true;
+        if (term_ < a.promised_term)
+          r->higher = true; // else: stale, or no copy open there (handed off)
+        fence_.saw(a.promised_term);
+        done();
+        return;
+      }
+      ++r->answered;
+      if (a.role & filling_flag)
+        ++r->filling;
+      r->consider(a.last_term, a.end, i, peers_[i].handle, peers_[i].node);
+      r->answers.push_back({i, a.end, a.last_o, a.last_s, std::move(a.last_term)});
+      done();
+    });
   }
   // A joint round also asks the copies of the previous set that the new
   // one drops: they count for the previous set only.
@@ -1002,28 +1030,20 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       if (!handle)
         continue;
       ++r->old_asked;
-      self->request(handle, link_timeout, r_fence_atom::value, term_.n, term_.by, ring_epoch_)
-        .then(
-          [this, r, done, handle = handle, node = node](
-            bool promised, std::uint64_t end, std::uint8_t role, std::uint64_t, std::uint64_t,
-            std::uint64_t tn, node_id& tby, std::uint64_t, node_id&) {
-            ++r->old_answered;
-            if (promised || (role & view_fenced_flag) != 0) {
-              ++r->old_fenced;
-              // Its journal may hold writes acknowledged in the old view
-              // that no copy of the new set has: the most up-to-date
-              // journal of both sets is the one this copy leads with
-              // (pulled, as from any copy: pull_from).
-              if (end != 0)
-                r->consider(copy_term{tn, std::move(tby)}, end, peers_.size() + 1, handle,
-                            node);
-            }
-            done();
-          },
-          [r, done](caf::error&) {
-            ++r->old_answered;
-            done();
-          });
+      ask_fence(self, handle, term_, ring_epoch_,
+                [this, r, done, handle = handle, node = node](fence_reply a) {
+                  ++r->old_answered;
+                  if (!a.failed && a.holds_epoch()) {
+                    ++r->old_fenced;
+                    // Its journal may hold writes acknowledged in the old
+                    // view that no copy of the new set has: the most
+                    // up-to-date journal of both sets is the one this copy
+                    // leads with (pulled, as from any copy: pull_from).
+                    if (a.end != 0)
+                      r->consider(a.last_term, a.end, peers_.size() + 1, handle, node);
+                  }
+                  done();
+                });
     }
   if (r->asked == 0 && r->old_asked == 0)
     done();
@@ -1083,27 +1103,19 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
     if (!p.handle)
       continue;
     ++r->asked;
-    self->request(p.handle, link_timeout, r_fence_atom::value, t.n, t.by, epoch)
-      .then(
-        [this, r, settle](bool promised, std::uint64_t, std::uint8_t role, std::uint64_t,
-                          std::uint64_t, std::uint64_t, node_id&, std::uint64_t pn,
-                          node_id& pby) {
-          // A copy being filled counts too, and so does one that refused
-          // the term but holds the epoch (view_fenced_flag): the point is
-          // that it refuses the old view's rounds and batches, not what it
-          // holds.
-          if (promised || (role & view_fenced_flag) != 0)
-            ++r->promised;
-          else {
-            ++r->other;
-            fence_.saw(copy_term{pn, std::move(pby)}); // a retry goes above it
-          }
-          settle();
-        },
-        [r, settle](caf::error&) {
-          ++r->other;
-          settle();
-        });
+    ask_fence(self, p.handle, t, epoch, [this, r, settle](fence_reply a) {
+      // A copy being filled counts too, and so does one that refused the
+      // term but holds the epoch (view_fenced_flag): the point is that it
+      // refuses the old view's rounds and batches, not what it holds.
+      if (!a.failed && a.holds_epoch()) {
+        ++r->promised;
+      } else {
+        ++r->other;
+        if (!a.failed)
+          fence_.saw(a.promised_term); // a retry goes above it
+      }
+      settle();
+    });
   }
   settle();
 }
