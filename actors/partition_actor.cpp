@@ -42,8 +42,11 @@ using fence_check_atom = caf::atom_constant<caf::atom("h_fencechk")>;
 constexpr std::chrono::milliseconds drain_wait{2000};
 // How long a draining primary tries to fence its copy set under the new
 // view before it closes without (partition_replication::fence_for_handoff),
-// and how often it looks again meanwhile.
-constexpr std::chrono::milliseconds handoff_fence_wait{10000};
+// and how often it looks again meanwhile. Closed without, its store keeps
+// the set it led, and the new owner's first round is joint over that set
+// (docs/REPLICATION.md, "Handoffs whose fence gave up"): waiting longer
+// here only holds the partition's writes.
+constexpr std::chrono::milliseconds handoff_fence_wait{2000};
 constexpr std::chrono::milliseconds fence_recheck{20};
 constexpr std::chrono::milliseconds fence_retry{200};
 // At most this many requests wait at a copy for a leader (the rest are
@@ -577,7 +580,9 @@ void close_if_drained(partition_self self);
 // false while it waits: for its writes held for w copies to be answered
 // (its own batches would be refused once the copies promised), or for the
 // round. A round that fails is tried again until handoff_fence_wait has
-// passed since the drain began; then it closes without, with a warning.
+// passed since the drain began; then it closes without, with a warning,
+// and its store keeps the set it led (journal meta `led_set`) for the new
+// owner's joint round.
 bool fence_copy_set(partition_self self) {
   auto& st = self->state;
   if (st.fenced)
@@ -587,7 +592,7 @@ bool fence_copy_set(partition_self self) {
   if (std::chrono::steady_clock::now() >= st.fence_deadline) {
     log(log_level::warn, "partition ", st.index, ": closes for handoff without fencing its "
         "copy set under ring epoch ", st.handoff_epoch, " (no promises within ",
-        handoff_fence_wait.count(), " ms)");
+        handoff_fence_wait.count(), " ms): the new owner's first round is joint with that set");
     st.fenced = true;
     return true;
   }

@@ -501,6 +501,9 @@ public:
   status save_promised_term(const copy_term& t, std::uint64_t epoch) {
     return log_->save_promised_term(t, epoch);
   }
+  /// The copy set this store last led (journal::led_set).
+  const std::optional<led_copy_set>& led_set() const noexcept { return log_->led_set(); }
+  status save_led_set(const std::optional<led_copy_set>& s) { return log_->save_led_set(s); }
 
   /// The transaction of the record at `at` (nullopt for LSN 0, "before the
   /// first record"): a copy compares it with another's to check that its

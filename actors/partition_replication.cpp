@@ -809,6 +809,19 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     return;
   }
   promote_round_ = epoch_;
+  if (stored_led_) {
+    // Its store's last led set, when its copy set is another now: the
+    // round is joint over it (docs/REPLICATION.md, "Handoffs whose fence
+    // gave up").
+    if (!previous_) {
+      previous_ = previous_from(*stored_led_);
+      if (previous_)
+        log(log_level::info, "partition ", core.index(), ": its store last led a copy set of ",
+            previous_->n, " under ring epoch ", stored_led_->ring_epoch, " (led by ",
+            stored_led_->leader, "): its take-over round is joint with that set");
+    }
+    stored_led_.reset();
+  }
   // Every acknowledged write is on w of the n copies; the copies that
   // promise this round's term, this one included, are n - w + 1 or more:
   // one of them has it, and none takes a batch of an older primary from
@@ -1049,6 +1062,40 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     done();
 }
 
+std::optional<partition_replication::previous_set>
+partition_replication::previous_from(const led_copy_set& led) const {
+  // The set's other members as this copy sees them. A store that was a
+  // member here (it led the set, or followed it and holds its leader's
+  // record) counts as itself; a store shipped here by a handoff (this node
+  // was not in the set) stands in for the leader's copy it was.
+  const bool member = led.leader == self_node_
+                      || std::find(led.others.begin(), led.others.end(), self_node_)
+                           != led.others.end();
+  std::vector<node_id> members;
+  if (member && led.leader != self_node_)
+    members.push_back(led.leader);
+  for (const auto& o : led.others)
+    if (o != self_node_ && o != led.leader)
+      members.push_back(o);
+  auto configured = [this](const node_id& n) {
+    return std::any_of(peers_.begin(), peers_.end(),
+                       [&](const peer_link& l) { return l.node == n; });
+  };
+  if (member && members.size() == peers_.size()
+      && std::all_of(members.begin(), members.end(), configured))
+    return std::nullopt; // its set as configured: an ordinary round
+  previous_set prev;
+  prev.since_epoch = ring_epoch_;
+  prev.n = members.size() + 1;
+  for (auto& m : members) {
+    if (configured(m))
+      prev.kept.push_back(std::move(m));
+    else
+      prev.dropped.emplace_back(std::move(m), caf::actor{}); // its handle from r_others
+  }
+  return prev;
+}
+
 bool partition_replication::gone_for_good(const node_id& node) const {
   if (std::find(removed_.begin(), removed_.end(), node) != removed_.end())
     return true;
@@ -1081,7 +1128,7 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
   auto r = std::make_shared<round>();
   const auto index = core.index();
   const std::size_t others = peers_.size();
-  auto settle = [r, need, done, index, t, epoch, others]() {
+  auto settle = [this, r, need, done, index, t, epoch, others]() {
     if (r->finished)
       return;
     const bool all_in = r->promised + r->other >= r->asked;
@@ -1093,6 +1140,20 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
         ": handoff fence (term ", t.to_string(), ", ring epoch ", epoch, ") held by ",
         r->promised, " of the ", others, " other copies (", r->asked, " asked), ", need,
         " needed");
+    if (ok) {
+      // Fenced: the store ships without its led set, and its new owner's
+      // round is an ordinary one. A fence that gives up leaves it, and the
+      // new owner's round is joint over that set ("Handoffs whose fence
+      // gave up").
+      auto* c = core_ ? core_() : nullptr;
+      if (c && c->led_set())
+        if (auto st = c->save_led_set(std::nullopt); !st) {
+          log(log_level::warn, "partition ", index, ": cannot clear its led copy set: ",
+              st.err().to_string());
+          done(false); // tried again, as a fence that failed (fence_copy_set)
+          return;
+        }
+    }
     done(ok);
   };
   for (auto& p : peers_) {
@@ -1284,6 +1345,16 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
   set_role(copy_role::primary);
   core.keep_flushed(true);
   last_tx_known_ = false;
+  if (!peers_.empty()) {
+    // The set it leads, kept in its store: if a handoff ships the store
+    // without fencing this set, the new owner's round is joint over it
+    // (docs/REPLICATION.md, "Handoffs whose fence gave up").
+    const led_copy_set led{ring_epoch_, self_node_, nodes};
+    if (!(core.led_set() == led))
+      if (auto st = core.save_led_set(led); !st)
+        log(log_level::warn, "partition ", core.index(), ": cannot save the copy set it leads: ",
+            st.err().to_string());
+  }
   for (auto& p : peers_) {
     p.in_flight = false;
     p.lease_in_flight = false;
@@ -1477,6 +1548,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     // What this copy promised before a restart, and the term it last wrote
     // under (a copy that took a batch of term t had promised t).
     fence_.restore(c->promised_term(), c->last_term(), c->promised_epoch());
+    stored_led_ = c->led_set();
     // A read lease granted before a restart is not known: for read_lease
     // from its start this copy promises no round (docs/REPLICATION.md,
     // "Read leases").
@@ -1538,6 +1610,8 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       // handoff's fence): the previous set is fenced.
       if (previous_ && ring_epoch >= previous_->since_epoch)
         previous_.reset();
+      if (ring_epoch >= ring_epoch_)
+        stored_led_.reset(); // its view's primary leads: its round fenced
       auto b = decode_batch(bytes);
       if (!b) {
         log(log_level::warn, "partition ", c->index(), ": bad batch from ", from, ": ",
@@ -1714,11 +1788,22 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
         // now on, as its own view's copies would have it (the round comes
         // from a copy that moved on too: a handoff's fence of the old copy
         // set, whose sender this copy's view no longer names).
+        // So does a copy asked by a copy outside its set under a newer
+        // view than its own (and that granted no lease still holding): its
+        // set is changing, and the asker is the new view's (a handoff's new
+        // owner running its joint round over the set the store it received
+        // led: "Handoffs whose fence gave up").
+        const bool newer_outsider = !member && !leased && ring_epoch > ring_epoch_;
         bool view_fenced = false;
         if (c && configured_ && role_ != copy_role::stale && role_ != copy_role::solo
-            && ring_epoch <= ring_epoch_) {
+            && (ring_epoch <= ring_epoch_ || newer_outsider)) {
           fence_.raise_epoch(ring_epoch);
           view_fenced = fence_.promised_epoch() >= ring_epoch && save_promise(c);
+          // A primary of its older view stops leading: its own copy would
+          // count in a write quorum of the view it now refuses.
+          if (view_fenced && newer_outsider
+              && (role_ == copy_role::primary || role_ == copy_role::promoting))
+            step_down(self, copy_term{});
         }
         const auto& p = fence_.promised();
         const auto flags = static_cast<std::uint8_t>(static_cast<std::uint8_t>(role_)

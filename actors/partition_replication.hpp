@@ -367,6 +367,16 @@ private:
     std::uint64_t since_epoch = 0;
   };
   std::optional<previous_set> previous_;
+  // The copy set its store last led (journal meta `led_set`), as loaded
+  // when the partition opened: its first take-over round is joint over that
+  // set when its copy set is another (a store shipped by a handoff whose
+  // fence gave up, or one whose set changed while its node was down:
+  // docs/REPLICATION.md, "Handoffs whose fence gave up"). Consumed by that
+  // round; dropped once it takes a batch of its view's primary.
+  std::optional<led_copy_set> stored_led_;
+  // The previous set a stored led set stands for, seen from this copy's
+  // configuration; nullopt when it is this copy's set as configured.
+  std::optional<previous_set> previous_from(const led_copy_set& led) const;
   // Whether `node`'s copy of the partition takes part in no round or batch
   // any more: the node was removed from the cluster (on the operator's
   // word that it is dead), or it is up and holds no copy (retired and

@@ -281,6 +281,50 @@ expected<copy_term> decode_term_value(std::string_view bytes) {
   return copy_term{get_be64(bytes.data()), std::string{bytes.substr(8)}};
 }
 
+std::string encode_led_set_value(const led_copy_set& s) {
+  std::string out(8, '\0');
+  put_be64(out.data(), s.ring_epoch);
+  auto add = [&out](const std::string& id) {
+    char len[8];
+    put_be64(len, id.size());
+    out.append(len, 8);
+    out += id;
+  };
+  add(s.leader);
+  for (const auto& o : s.others)
+    add(o);
+  return out;
+}
+
+expected<led_copy_set> decode_led_set_value(std::string_view bytes) {
+  const std::size_t total = bytes.size();
+  auto bad = [total](const std::string& why) {
+    return make_error(errc::corrupt, "meta led_set: " + why + " (" + std::to_string(total)
+                                       + " bytes)");
+  };
+  if (bytes.size() < 16)
+    return bad("shorter than an epoch and a leader's id");
+  led_copy_set s;
+  s.ring_epoch = get_be64(bytes.data());
+  bytes.remove_prefix(8);
+  bool first = true;
+  while (!bytes.empty()) {
+    if (bytes.size() < 8)
+      return bad("a node id's length is cut short");
+    const std::uint64_t len = get_be64(bytes.data());
+    if (len > bytes.size() - 8)
+      return bad("a node id runs past the value's end");
+    std::string id{bytes.substr(8, static_cast<std::size_t>(len))};
+    bytes.remove_prefix(8 + static_cast<std::size_t>(len));
+    if (first)
+      s.leader = std::move(id);
+    else
+      s.others.push_back(std::move(id));
+    first = false;
+  }
+  return s;
+}
+
 std::string encode_u64(std::uint64_t v) {
   std::string out(8, '\0');
   put_be64(out.data(), v);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/copy_term.hpp"
 #include "common/expected.hpp"
@@ -152,6 +153,25 @@ expected<decision_entry> decode_decision_entry(std::string_view bytes);
 std::string encode_term_value(const copy_term& t);
 /// errc::corrupt unless `bytes` holds at least the 8 bytes of the number.
 expected<copy_term> decode_term_value(std::string_view bytes);
+
+/// Meta `led_set` (docs/FORMAT.md, "Metadata"; docs/REPLICATION.md,
+/// "Handoffs whose fence gave up"): the copy set this store last led, as
+/// the ring epoch of the view it led it in, the leader's node id, and the
+/// other copies' node ids. Encoded as the epoch (u64 big-endian), then
+/// each node id (the leader's first) as its length (u64 big-endian) and
+/// its bytes.
+struct led_copy_set {
+  std::uint64_t ring_epoch = 0;
+  std::string leader;
+  std::vector<std::string> others;
+  friend bool operator==(const led_copy_set& a, const led_copy_set& b) noexcept {
+    return a.ring_epoch == b.ring_epoch && a.leader == b.leader && a.others == b.others;
+  }
+};
+std::string encode_led_set_value(const led_copy_set& s);
+/// errc::corrupt unless `bytes` holds an epoch and at least the leader's
+/// id, each id's length within the value.
+expected<led_copy_set> decode_led_set_value(std::string_view bytes);
 
 /// Fixed-width metadata integers: u64 big-endian.
 std::string encode_u64(std::uint64_t v);

@@ -33,6 +33,10 @@ constexpr std::string_view meta_promised_term = "promised_term";
 // The ring epoch of that promise (docs/REPLICATION.md, "Rounds across two
 // copy sets"): u64, written with it; absent: 0.
 constexpr std::string_view meta_promised_epoch = "promised_epoch";
+// The copy set this store last led (docs/REPLICATION.md, "Handoffs whose
+// fence gave up"): written when it starts to lead a set, deleted once a
+// handoff's fence held that set; absent: none.
+constexpr std::string_view meta_led_set = "led_set";
 
 // The time a decision entry carries: a clock's largest entry (Tally runs
 // one data centre, so its only one).
@@ -293,6 +297,15 @@ expected<bool> journal::init_or_check_meta(storage_txn& txn) {
     if (!e)
       return e.err();
     promised_epoch_ = *e;
+  }
+  auto led = txn.get(store_db::meta, meta_led_set);
+  if (!led)
+    return led.err();
+  if (led->has_value()) {
+    auto s = decode_led_set_value(**led);
+    if (!s)
+      return s.err();
+    led_set_ = std::move(*s);
   }
   return false;
 }
@@ -1296,6 +1309,33 @@ status journal::save_promised_term(const copy_term& t, std::uint64_t epoch) {
   }
   promised_term_ = t;
   promised_epoch_ = epoch;
+  return {};
+}
+
+status journal::save_led_set(const std::optional<led_copy_set>& s) {
+  if (stopped_)
+    return stopped_error();
+  auto txn = env_->begin(true);
+  if (!txn)
+    return txn.err();
+  if (s) {
+    if (auto st = (*txn)->put(store_db::meta, meta_led_set, encode_led_set_value(*s)); !st)
+      return st;
+  } else if (auto gone = (*txn)->del(store_db::meta, meta_led_set); !gone) {
+    return gone.err();
+  }
+  // Synced: a handoff's receiver relies on it (docs/REPLICATION.md).
+  auto st = (*txn)->commit(commit_mode::durable);
+  if (!st) {
+    if (st.err().code() != errc::storage_full)
+      stopped_ = make_error(errc::io_error, "journal at " + env_->path()
+                                              + " stopped after a failed commit and sync of "
+                                                "its led copy set ("
+                                              + st.err().to_string()
+                                              + "); it refuses writes until reopened");
+    return st;
+  }
+  led_set_ = s;
   return {};
 }
 

@@ -424,6 +424,13 @@ public:
   /// errc::storage_full leaves the journal usable; any other failure stops
   /// it (io_error).
   status save_promised_term(const copy_term& t, std::uint64_t epoch = 0);
+  /// The copy set this store last led (meta `led_set`; nullopt when never
+  /// saved, or cleared once a handoff's fence held it: docs/REPLICATION.md,
+  /// "Handoffs whose fence gave up").
+  const std::optional<led_copy_set>& led_set() const noexcept { return led_set_; }
+  /// Saves `s` as meta `led_set` (nullopt: deletes it), in a synced LMDB
+  /// transaction of its own; failures as save_promised_term's.
+  status save_led_set(const std::optional<led_copy_set>& s);
 
   /// One past the last record of the log that is an abort, or a commit
   /// whose commit time may be <= `c` (its largest entry is <= c's largest:
@@ -559,6 +566,7 @@ private:
   copy_term folded_term_;
   copy_term promised_term_; // meta `promised_term`
   std::uint64_t promised_epoch_ = 0; // meta `promised_epoch`
+  std::optional<led_copy_set> led_set_; // meta `led_set`
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 

@@ -89,7 +89,8 @@ public:
 
   /// Refuses every epoch below `epoch` from now on, without promising a
   /// term (a copy whose own view is at least that new, asked by a round it
-  /// refuses: partition_replication's r_fence). A round under way keeps it
+  /// refuses, or asked from outside its copy set by a newer view:
+  /// partition_replication's r_fence). A round under way keeps it
   /// if it is abandoned.
   void raise_epoch(std::uint64_t epoch) {
     promised_epoch_ = std::max(promised_epoch_, epoch);

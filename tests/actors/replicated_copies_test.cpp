@@ -1146,6 +1146,74 @@ BOOST_FIXTURE_TEST_CASE(a_handed_off_partition_fences_its_old_copy_set_under_the
   BOOST_TEST(read_once_served(3).value_or(-1) == 15);
 }
 
+// A handoff whose fence gave up (docs/REPLICATION.md, "Handoffs whose
+// fence gave up"): copy 0 leads {0, 1, 2} and is handed off while copies 1
+// and 2 are out of its reach; it closes without fencing them, and its
+// store keeps the set it led. Copies 1 and 2 come back on the old view and
+// lead it on their own (1 primary, 2 promising). The new owner, node 3,
+// with the shipped store, leads {3, 4, 0} (copy 4 being filled, copy 0
+// the sender's kept store): its round is joint with the old set, so it
+// leads only once a copy of that set besides the store it holds has
+// promised or holds the new view, and then with the writes acknowledged
+// on the old set meanwhile. Before, copy 0's promise was enough for it:
+// two primaries under two views, each with writes on two copies.
+BOOST_FIXTURE_TEST_CASE(a_handoff_whose_fence_gave_up_leaves_a_joint_round_to_the_new_owner,
+                        sets_of_three_of_five) {
+  const std::vector<std::size_t> old_set{0, 1, 2}, new_set{3, 4, 0};
+  lead_set(0, old_set);
+  BOOST_REQUIRE(acknowledged(0, 1));
+  BOOST_REQUIRE(acknowledged(0, 2));
+  BOOST_REQUIRE(wait_end(1, status(0).second));
+  BOOST_REQUIRE(wait_end(2, status(0).second));
+
+  // Copies 1 and 2 are out of reach: the fence gives up (after 2 s).
+  for (std::size_t i : {1, 2}) {
+    (*me)->monitor(copies[i]);
+    caf::anon_send_exit(copies[i], caf::exit_reason::user_shutdown);
+    (*me)->receive([](caf::down_msg&) {}, caf::after(5s) >> [] {});
+  }
+  bool drained = false;
+  (*me)->request(copies[0], 15s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
+    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
+  BOOST_REQUIRE(drained);
+  std::filesystem::copy(root / "0", root / "3.received",
+                        std::filesystem::copy_options::recursive);
+
+  // Back on the old view, out of reach of nodes 0 and 3: copy 1 leads the
+  // old set with copy 2.
+  copies[1] = spawn_copy(1, "1");
+  copies[2] = spawn_copy(2, "2");
+  wait_lease_out(); // a copy promises no round for a lease's time after it opened
+  configure_set(2, copy_role::replica, 1, old_set);
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
+  BOOST_REQUIRE(wait_role(1, "primary"));
+  BOOST_REQUIRE(acknowledged(1, 10));
+
+  // The new view: node 3 serves the store it received, node 0 keeps its
+  // own as a copy, node 4's copy is filled.
+  restart(0);
+  caf::anon_send_exit(copies[3], caf::exit_reason::user_shutdown);
+  copies[3] = spawn_copy(3, "3.received");
+  ring_epoch = 2;
+  configure_set(0, copy_role::replica, 3, new_set);
+  configure_set(3, copy_role::primary, 3, new_set, false, {4});
+  BOOST_TEST(!wait_role(3, "primary"),
+             "node 3 leads without a promise of the old set's copies, beside copy 1");
+
+  // Copies 1 and 2 in reach (the membership's r_others): the joint round
+  // gets its promises, and node 3 leads with copy 1's write.
+  (*me)->send(copies[3], r_others_atom::value, std::vector<node_id>{},
+              std::vector<node_id>{nodes[1], nodes[2]},
+              std::vector<caf::actor>{copies[1], copies[2]});
+  BOOST_REQUIRE(wait_role(3, "primary"));
+  BOOST_TEST(read_once_served(3).value_or(-1) == 13);
+  BOOST_TEST(acknowledged(3, 4));
+  BOOST_TEST(!acknowledged(1, 100), "copy 1 still gets writes on the old set");
+  BOOST_TEST(read_once_served(3).value_or(-1) == 17);
+}
+
 // A handoff's fence counts the copies of removed nodes as fenced (they
 // take part in nothing): a primary whose other copies are on nodes the
 // operator removed closes for the handoff at once instead of trying for

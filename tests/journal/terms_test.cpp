@@ -100,6 +100,54 @@ BOOST_AUTO_TEST_CASE(the_promised_term_survives_a_reopen) {
   BOOST_TEST(j->promised_epoch() == 6u);
 }
 
+// The copy set a store last led (docs/REPLICATION.md, "Handoffs whose
+// fence gave up"): saved in meta `led_set`, read back at the open,
+// deleted by saving none; no record changes.
+BOOST_AUTO_TEST_CASE(the_led_copy_set_survives_a_reopen_and_can_be_cleared) {
+  temp_dir dir;
+  const led_copy_set led{9, "tally@127.0.0.1:1", {"tally@127.0.0.1:2", "tally@127.0.0.1:3"}};
+  {
+    auto j = open_ok(options(dir.sub("p"))).log;
+    BOOST_TEST(!j->led_set());
+    BOOST_REQUIRE(j->append(one_step(1, 10)).has_value());
+    BOOST_REQUIRE(j->save_led_set(led));
+    BOOST_TEST((j->led_set() == led));
+  }
+  {
+    auto j = open_ok(options(dir.sub("p"))).log;
+    BOOST_REQUIRE(j->led_set());
+    BOOST_TEST((*j->led_set() == led));
+    BOOST_TEST(j->next_lsn() == 3u);
+    BOOST_REQUIRE(j->save_led_set(std::nullopt));
+    BOOST_TEST(!j->led_set());
+  }
+  auto j = open_ok(options(dir.sub("p"))).log;
+  BOOST_TEST(!j->led_set());
+}
+
+// A led set's value decodes to what was encoded; cut short anywhere, or
+// with an id's length past its end, it is corrupt.
+BOOST_AUTO_TEST_CASE(a_led_set_value_cut_short_is_corrupt) {
+  const led_copy_set led{3, "a", {"bb", ""}};
+  const auto bytes = encode_led_set_value(led);
+  auto back = decode_led_set_value(bytes);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST((*back == led));
+  // Every cut but the ones that end at an id's end (a shorter set).
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    auto cut = decode_led_set_value(std::string_view{bytes}.substr(0, n));
+    const bool at_an_id_end = n == 8 + 8 + 1 || n == 8 + 8 + 1 + 8 + 2;
+    if (at_an_id_end)
+      BOOST_TEST(cut.has_value(), "cut at " << n);
+    else
+      BOOST_TEST((!cut.has_value() && cut.err().code() == errc::corrupt), "cut at " << n);
+  }
+  auto long_id = bytes;
+  long_id[8 + 7] = 100; // the leader's length: 100 bytes, 1 there
+  auto bad = decode_led_set_value(long_id);
+  BOOST_TEST((!bad.has_value() && bad.err().code() == errc::corrupt));
+}
+
 // Once the log is folded, the terms of the folded records (the last one's
 // above all: a take-over round compares copies by it) come from meta
 // `folded_term`, also after a reopen and in a full copy.
