@@ -156,7 +156,7 @@ void replicated_routes(mem_self self) {
     // copy when the ring's epoch moves: its rounds and batches carry the
     // epoch of its node's view (docs/REPLICATION.md, "Rounds across two
     // copy sets").
-    const auto ring_epoch = st.ring->owners().epoch;
+    const auto ring_epoch = view_rank(st.ring->owners()); // its rank: views of one epoch differ
     // The copies of p on the other nodes that are up, set or not (a joint
     // round asks the ones its new set drops), and the removed members.
     std::vector<node_id> removed, other_nodes;

@@ -83,7 +83,7 @@ void retire_unneeded_copies(mem_self self) {
     self->send(st.copies[p], r_config_atom::value,
                static_cast<std::uint8_t>(copy_role::replica), node_id{},
                std::vector<node_id>{}, std::vector<caf::actor>{}, majority, false,
-               st.ring->owners().epoch);
+               view_rank(st.ring->owners()));
     log(log_level::info, "partition ", p, ": its copy set no longer names this node; "
                          "this node's copy is retired (deleted once the ",
         copy_nodes(*st.ring, p).size(), " copies of its set are current)");

@@ -713,7 +713,7 @@ void start_handoff(mem_self self, std::uint32_t p, const node_id& to, const peer
   }
   auto limit = static_cast<std::uint64_t>(st.cfg.request_timeout.count());
   self->request(st.local[p], caf::infinite, drain_atom::value, limit,
-                st.ring->owners().epoch)
+                view_rank(st.ring->owners()))
     .then(
       [self, next](drained_atom, std::uint32_t q) {
         self->state.closed.insert(q);

@@ -16,6 +16,7 @@
 #include "actors/atoms.hpp"
 #include "actors/caf_types.hpp"
 #include "common/log.hpp"
+#include "ring/ring_state.hpp"
 #include "actors/partition_core.hpp"
 #include "actors/partition_replication.hpp"
 #include "actors/shard_host.hpp"
@@ -591,7 +592,7 @@ bool fence_copy_set(partition_self self) {
     return false;
   if (std::chrono::steady_clock::now() >= st.fence_deadline) {
     log(log_level::warn, "partition ", st.index, ": closes for handoff without fencing its "
-        "copy set under ring epoch ", st.handoff_epoch, " (no promises within ",
+        "copy set under view ", view_rank_name(st.handoff_epoch), " (no promises within ",
         handoff_fence_wait.count(), " ms): the new owner's first round is joint with that set");
     st.fenced = true;
     return true;

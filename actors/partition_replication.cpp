@@ -11,6 +11,7 @@
 
 #include "actors/atoms.hpp"
 #include "common/log.hpp"
+#include "ring/ring_state.hpp"
 
 namespace tally {
 
@@ -657,8 +658,8 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
     stop_leading(why.message());
     for (auto& h : carried)
       carried_.push_back(std::move(h));
-    log(log_level::info, "partition ", core->index(), ": its copy set changed (ring epoch ",
-        ring_epoch_, "): leads it after a take-over round");
+    log(log_level::info, "partition ", core->index(), ": its copy set changed (view ",
+        view_rank_name(ring_epoch_), "): leads it after a take-over round");
     set_role(copy_role::promoting);
     promote(self, *core);
     return;
@@ -803,8 +804,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     // must not promise it (docs/REPLICATION.md, "Rounds across two copy
     // sets"). It tries again once its membership configures it from that
     // view or a later one.
-    log(log_level::debug, "partition ", core.index(), ": promised a round of ring epoch ",
-        fence_.promised_epoch(), ", its view is of ", ring_epoch_,
+    log(log_level::debug, "partition ", core.index(), ": promised a round of view ",
+        view_rank_name(fence_.promised_epoch()), ", its view is ", view_rank_name(ring_epoch_),
         ": takes over only once its view catches up");
     return;
   }
@@ -817,7 +818,7 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
       previous_ = previous_from(*stored_led_);
       if (previous_)
         log(log_level::info, "partition ", core.index(), ": its store last led a copy set of ",
-            previous_->n, " under ring epoch ", stored_led_->ring_epoch, " (led by ",
+            previous_->n, " in view ", view_rank_name(stored_led_->ring_epoch), " (led by ",
             stored_led_->leader, "): its take-over round is joint with that set");
     }
     stored_led_.reset();
@@ -1137,7 +1138,7 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
     r->finished = true;
     const bool ok = r->promised >= need;
     log(ok ? log_level::info : log_level::warn, "partition ", index,
-        ": handoff fence (term ", t.to_string(), ", ring epoch ", epoch, ") held by ",
+        ": handoff fence (term ", t.to_string(), ", view ", view_rank_name(epoch), ") held by ",
         r->promised, " of the ", others, " other copies (", r->asked, " asked), ", need,
         " needed");
     if (ok) {

@@ -156,7 +156,8 @@ expected<copy_term> decode_term_value(std::string_view bytes);
 
 /// Meta `led_set` (docs/FORMAT.md, "Metadata"; docs/REPLICATION.md,
 /// "Handoffs whose fence gave up"): the copy set this store last led, as
-/// the ring epoch of the view it led it in, the leader's node id, and the
+/// the ring epoch of the view it led it in (its rank, as meta
+/// `promised_epoch`), the leader's node id, and the
 /// other copies' node ids. Encoded as the epoch (u64 big-endian), then
 /// each node id (the leader's first) as its length (u64 big-endian) and
 /// its bytes.

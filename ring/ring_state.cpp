@@ -125,9 +125,30 @@ std::uint64_t ownership::content_hash() const noexcept {
   return h;
 }
 
+std::uint32_t ownership::view_tag() const noexcept {
+  const std::uint64_t h = hash_bytes(claimant, content_hash());
+  return static_cast<std::uint32_t>(h & 0xffffffu);
+}
+
+std::uint64_t view_rank(const ownership& o) noexcept {
+  return (o.epoch << 24) | o.view_tag();
+}
+
+std::string view_rank_name(std::uint64_t rank) {
+  std::ostringstream out;
+  out << (rank >> 24) << '/' << std::hex << (rank & 0xffffffu);
+  return out.str();
+}
+
 bool precedes(const ownership& a, const ownership& b) {
   if (a.epoch != b.epoch)
     return a.epoch < b.epoch;
+  // The view tag next, so that the merge keeps the view of higher rank
+  // (view_rank): a fence that took one view's rank refuses the other's.
+  const auto ta = a.view_tag();
+  const auto tb = b.view_tag();
+  if (ta != tb)
+    return ta < tb;
   if (a.claimant != b.claimant)
     return a.claimant < b.claimant;
   const auto ha = a.content_hash();

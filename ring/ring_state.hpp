@@ -81,6 +81,9 @@ struct ownership {
 
   /// Hash of the owner table (not of epoch or claimant), fixed forever.
   std::uint64_t content_hash() const noexcept;
+  /// 24 bits of a hash of the claimant and the owner table: what tells two
+  /// views of one epoch apart (view_rank).
+  std::uint32_t view_tag() const noexcept;
 
   friend bool operator==(const ownership& a, const ownership& b) {
     return a.epoch == b.epoch && a.claimant == b.claimant && a.owners == b.owners;
@@ -88,9 +91,20 @@ struct ownership {
   friend bool operator!=(const ownership& a, const ownership& b) { return !(a == b); }
 };
 
-/// The merge order of ownerships: (epoch, claimant, content hash, owners)
-/// compared lexicographically; merge keeps the larger.
+/// The merge order of ownerships: (epoch, view tag, claimant, content
+/// hash, owners) compared lexicographically; merge keeps the larger.
 bool precedes(const ownership& a, const ownership& b);
+
+/// The rank of a view for replication's fences (docs/REPLICATION.md,
+/// "Views of one epoch"): the epoch in the high 40 bits, the view tag in
+/// the low 24. Ranks order views as `precedes` does whenever their epochs
+/// or tags differ: two views of one epoch (two claimants in a split
+/// membership) rank apart, the one the merge keeps above, unless their
+/// tags collide (1 in 2^24). Epochs reach 2^40 only after that many
+/// ownership changes.
+std::uint64_t view_rank(const ownership& o) noexcept;
+/// A rank as logs show it: "<epoch>/<tag in hex>".
+std::string view_rank_name(std::uint64_t rank);
 
 /// A partition whose copy on a removed node is gone (`tally cluster
 /// remove`, docs/CLUSTER.md "Removing a dead node"): its new owner

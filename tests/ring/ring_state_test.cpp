@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+
 #include <map>
 #include <set>
 #include <string>
@@ -276,17 +277,55 @@ BOOST_AUTO_TEST_CASE(member_merge_prefers_incarnation_then_status) {
   BOOST_TEST(!precedes(valid0, valid0));
 }
 
-BOOST_AUTO_TEST_CASE(ownership_merge_prefers_epoch_then_claimant_then_content_hash) {
+BOOST_AUTO_TEST_CASE(ownership_merge_prefers_epoch_then_view_tag_then_claimant_then_content_hash) {
   const ownership low{1, "z", {"a", "b"}};
   const ownership high_epoch{2, "a", {"a", "a"}};
-  const ownership high_claimant{1, "zz", {"a", "b"}};
   BOOST_TEST(precedes(low, high_epoch));
-  BOOST_TEST(precedes(low, high_claimant));
+  const ownership other_claimant{1, "zz", {"a", "b"}};
+  BOOST_TEST(low.view_tag() != other_claimant.view_tag());
+  BOOST_TEST(precedes(low, other_claimant) == (low.view_tag() < other_claimant.view_tag()));
   const ownership x{1, "z", {"a", "b"}};
   const ownership y{1, "z", {"b", "a"}};
   BOOST_TEST(x.content_hash() != y.content_hash());
-  BOOST_TEST(precedes(x, y) == (x.content_hash() < y.content_hash()));
+  BOOST_TEST(x.view_tag() != y.view_tag());
+  BOOST_TEST(precedes(x, y) == (x.view_tag() < y.view_tag()));
   BOOST_TEST(precedes(x, y) != precedes(y, x));
+}
+
+// Views of one epoch (docs/REPLICATION.md, "Views of one epoch"): the rank
+// replication's fences compare orders ownerships as the merge does, so
+// two claimants' views of one epoch rank apart and the one every node
+// converges on ranks above; a newer epoch ranks above every tag of an
+// older one. Random tables and claimants (seed printed).
+BOOST_AUTO_TEST_CASE(view_ranks_order_views_as_the_merge_does) {
+  test::seeded_rng seeded; // prints TALLY_TEST_SEED
+  const std::uint64_t seed = seeded.seed;
+  auto& rng = seeded.gen;
+  auto random_view = [&rng](std::uint64_t epoch) {
+    ownership o;
+    o.epoch = epoch;
+    o.claimant = "tally@127.0.0.1:" + std::to_string(9000 + rng() % 16);
+    for (int p = 0; p < 8; ++p)
+      o.owners.push_back("tally@127.0.0.1:" + std::to_string(9000 + rng() % 5));
+    return o;
+  };
+  std::size_t same_epoch = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const auto a = random_view(1 + rng() % 3);
+    const auto b = random_view(1 + rng() % 3);
+    if (a == b)
+      continue;
+    same_epoch += a.epoch == b.epoch ? 1 : 0;
+    if (view_rank(a) == view_rank(b)) {
+      BOOST_TEST(a.view_tag() == b.view_tag()); // a tag collision: 1 in 2^24
+      continue;
+    }
+    BOOST_TEST((view_rank(a) < view_rank(b)) == precedes(a, b), "seed " << seed);
+    BOOST_TEST((view_rank(a) >> 24) == a.epoch);
+  }
+  BOOST_TEST(same_epoch > 0u);
+  BOOST_TEST(view_rank(ownership{2, "a", {"a"}}) > view_rank(ownership{1, "zz", {"b"}}));
+  BOOST_TEST(view_rank_name(view_rank(ownership{5, "a", {"a"}})).rfind("5/", 0) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(merge_takes_the_newer_ownership_and_both_member_tables) {
