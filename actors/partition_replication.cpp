@@ -992,7 +992,10 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
     if (!peers_[i].handle)
       continue;
     ++r->asked;
-    ask_fence(self, peers_[i].handle, term_, ring_epoch_, [this, r, i, done](fence_reply a) {
+    ask_fence(self, peers_[i].handle, term_, ring_epoch_,
+              [this, r, i, done, epoch](fence_reply a) {
+      if (epoch != epoch_)
+        return; // reconfigured since it asked: peers_ is another list (a late answer)
       if (a.failed) {
         ++r->failed;
         done();
