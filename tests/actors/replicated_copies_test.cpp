@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -1212,6 +1213,45 @@ BOOST_FIXTURE_TEST_CASE(a_handoff_whose_fence_gave_up_leaves_a_joint_round_to_th
   BOOST_TEST(acknowledged(3, 4));
   BOOST_TEST(!acknowledged(1, 100), "copy 1 still gets writes on the old set");
   BOOST_TEST(read_once_served(3).value_or(-1) == 17);
+}
+
+// A take-over round's answers can come after its copy has been
+// configured again (here: retired, no copy set at all, as the membership
+// retires a copy its set no longer names). Such a late answer is dropped;
+// before, a promise read the copy list by the index it was asked under,
+// past the end of the new, empty list: a segfault of tallyd in the
+// six-node start of cluster_remove_tests. Copies 1 and 2 are stand-ins
+// that promise any round 300 ms after they are asked, with a journal more
+// up-to-date than copy 0's (the answer the round keeps, by its copy's
+// handle and node).
+BOOST_AUTO_TEST_CASE(a_rounds_answers_after_a_reconfiguration_are_dropped) {
+  auto slow = [this] {
+    return sys->spawn<caf::detached>(
+      [](caf::event_based_actor*, caf::unit_t) -> caf::behavior {
+        return {[](r_fence_atom, std::uint64_t n, node_id& by, std::uint64_t) {
+          std::this_thread::sleep_for(300ms);
+          // A journal longer than copy 0's, ending with a record of the
+          // round's term: the most up-to-date answer.
+          return caf::make_message(true, std::uint64_t{1000}, std::uint8_t{0},
+                                   std::numeric_limits<std::uint64_t>::max(),
+                                   std::numeric_limits<std::uint64_t>::max(), n, by, n, by);
+        }};
+      },
+      caf::unit);
+  };
+  const auto one = slow(), two = slow();
+  wait_lease_out(); // a copy just opened starts no round for a lease's time
+  (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[0], std::vector<node_id>{nodes[1], nodes[2]},
+              std::vector<caf::actor>{one, two}, w, false, ring_epoch);
+  BOOST_REQUIRE(status(0).first == "promoting"); // its round is out
+  (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
+              node_id{}, std::vector<node_id>{}, std::vector<caf::actor>{}, w, false,
+              ring_epoch);
+  std::this_thread::sleep_for(600ms); // both answers are in (a fixed delay by design)
+  BOOST_TEST(status(0).first == "replica");
+  for (const auto& a : {one, two})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 // A handoff's fence counts the copies of removed nodes as fenced (they
