@@ -1285,6 +1285,16 @@ status journal::apply_checkpoint(
   return {};
 }
 
+status journal::commit_synced_meta(storage_txn& txn, const char* what) {
+  auto st = txn.commit(commit_mode::durable);
+  if (!st && st.err().code() != errc::storage_full)
+    stopped_ = make_error(errc::io_error, "journal at " + env_->path()
+                                            + " stopped after a failed commit and sync of "
+                                            + what + " (" + st.err().to_string()
+                                            + "); it refuses writes until reopened");
+  return st;
+}
+
 status journal::save_promised_term(const copy_term& t, std::uint64_t epoch) {
   if (stopped_)
     return stopped_error();
@@ -1297,16 +1307,8 @@ status journal::save_promised_term(const copy_term& t, std::uint64_t epoch) {
     return st;
   // Synced whatever the durability mode: a promise is relied on by the
   // round that counted it, across a crash of this copy.
-  auto st = (*txn)->commit(commit_mode::durable);
-  if (!st) {
-    if (st.err().code() != errc::storage_full)
-      stopped_ = make_error(errc::io_error, "journal at " + env_->path()
-                                              + " stopped after a failed commit and sync of "
-                                                "its promised term ("
-                                              + st.err().to_string()
-                                              + "); it refuses writes until reopened");
+  if (auto st = commit_synced_meta(**txn, "its promised term"); !st)
     return st;
-  }
   promised_term_ = t;
   promised_epoch_ = epoch;
   return {};
@@ -1325,16 +1327,8 @@ status journal::save_led_set(const std::optional<led_copy_set>& s) {
     return gone.err();
   }
   // Synced: a handoff's receiver relies on it (docs/REPLICATION.md).
-  auto st = (*txn)->commit(commit_mode::durable);
-  if (!st) {
-    if (st.err().code() != errc::storage_full)
-      stopped_ = make_error(errc::io_error, "journal at " + env_->path()
-                                              + " stopped after a failed commit and sync of "
-                                                "its led copy set ("
-                                              + st.err().to_string()
-                                              + "); it refuses writes until reopened");
+  if (auto st = commit_synced_meta(**txn, "its led copy set"); !st)
     return st;
-  }
   led_set_ = s;
   return {};
 }

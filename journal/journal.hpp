@@ -567,6 +567,10 @@ private:
   copy_term promised_term_; // meta `promised_term`
   std::uint64_t promised_epoch_ = 0; // meta `promised_epoch`
   std::optional<led_copy_set> led_set_; // meta `led_set`
+  // Commits `txn` (a write of replication meta: a promise, a led set) with
+  // a sync whatever the durability mode; errc::storage_full leaves the
+  // journal usable, any other failure stops it (`what` names the write).
+  status commit_synced_meta(storage_txn& txn, const char* what);
   std::optional<error> stopped_;
   std::string scratch_; // reused record encoding buffer
 
