@@ -191,6 +191,11 @@ partition_replication::peer_link* partition_replication::find_peer(const node_id
   return nullptr;
 }
 
+bool partition_replication::has_peer(const node_id& n) const {
+  return std::any_of(peers_.begin(), peers_.end(),
+                     [&](const peer_link& l) { return l.node == n; });
+}
+
 void partition_replication::note_refused(const node_id& from) {
   const auto now = std::chrono::steady_clock::now();
   if (from != refusing_from_) {
@@ -539,8 +544,7 @@ void partition_replication::configure(caf::event_based_actor* self, partition_co
   // Whether the nodes of its copy set change (not just their actors).
   bool same_nodes = peers.size() == peers_.size();
   for (std::size_t i = 0; same_nodes && i < peers.size(); ++i)
-    same_nodes = std::any_of(peers_.begin(), peers_.end(),
-                             [&](const peer_link& l) { return l.node == peers[i]; });
+    same_nodes = has_peer(peers[i]);
   if (before == copy_role::stale && role != copy_role::solo)
     return; // a stale copy stays out until it is replaced
   wants_primary_ = role == copy_role::primary;
@@ -1081,10 +1085,7 @@ partition_replication::previous_from(const led_copy_set& led) const {
   for (const auto& o : led.others)
     if (o != self_node_ && o != led.leader)
       members.push_back(o);
-  auto configured = [this](const node_id& n) {
-    return std::any_of(peers_.begin(), peers_.end(),
-                       [&](const peer_link& l) { return l.node == n; });
-  };
+  auto configured = [this](const node_id& n) { return has_peer(n); };
   if (member && members.size() == peers_.size()
       && std::all_of(members.begin(), members.end(), configured))
     return std::nullopt; // its set as configured: an ordinary round
@@ -1774,10 +1775,7 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       // writes to, and two primaries would lead at once (seen in a loaded
       // 5-node chaos run, docs/REPLICATION.md, "Rounds from outside the
       // copy set"). Unconfigured (just opened), a copy cannot tell.
-      const bool member = !configured_ || std::any_of(peers_.begin(), peers_.end(),
-                                                      [&](const peer_link& l) {
-                                                        return l.node == t.by;
-                                                      });
+      const bool member = !configured_ || has_peer(t.by);
       // A read lease this copy granted another copy still holds: that copy
       // may be serving reads, so no other round gets this promise before it
       // runs out (docs/REPLICATION.md, "Read leases").

@@ -336,6 +336,8 @@ private:
   // The primary asks every reachable copy to renew its grant (r_lease).
   void renew_lease(caf::event_based_actor* self);
   peer_link* find_peer(const node_id& n);
+  // Whether node `n` holds one of the other copies of its set.
+  bool has_peer(const node_id& n) const;
 
   copy_role role_ = copy_role::solo;
   node_id self_node_;
