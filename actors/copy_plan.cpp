@@ -184,6 +184,7 @@ void replicated_routes(mem_self self) {
     if (last == key)
       continue;
     last = key;
+    self->send(handle, r_node_atom::value, self_id(self));
     self->send(handle, r_others_atom::value, std::move(removed), std::move(other_nodes),
                std::move(other_handles));
     self->send(handle, r_config_atom::value, static_cast<std::uint8_t>(mine.role),

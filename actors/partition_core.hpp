@@ -501,7 +501,7 @@ public:
   status save_promised_term(const copy_term& t, std::uint64_t epoch) {
     return log_->save_promised_term(t, epoch);
   }
-  /// The copy set this store last led (journal::led_set).
+  /// The copy set this store last led or was in (journal::led_set).
   const std::optional<led_copy_set>& led_set() const noexcept { return log_->led_set(); }
   status save_led_set(const std::optional<led_copy_set>& s) { return log_->save_led_set(s); }
 

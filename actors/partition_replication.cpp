@@ -815,15 +815,16 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   }
   promote_round_ = epoch_;
   if (stored_led_) {
-    // Its store's last led set, when its copy set is another now: the
-    // round is joint over it (docs/REPLICATION.md, "Handoffs whose fence
-    // gave up").
+    // The set its store last led (or was in, when drained for a handoff
+    // while another copy led), when its copy set is another now: the round
+    // is joint over it (docs/REPLICATION.md, "Handoffs whose fence gave
+    // up").
     if (!previous_) {
       previous_ = previous_from(*stored_led_);
       if (previous_)
-        log(log_level::info, "partition ", core.index(), ": its store last led a copy set of ",
-            previous_->n, " in view ", view_rank_name(stored_led_->ring_epoch), " (led by ",
-            stored_led_->leader, "): its take-over round is joint with that set");
+        log(log_level::info, "partition ", core.index(), ": its store was last in a copy set of ",
+            previous_->n, " in view ", view_rank_name(stored_led_->ring_epoch), " (as the copy of ",
+            stored_led_->store_node, "): its take-over round is joint with that set");
     }
     stored_led_.reset();
   }
@@ -1072,18 +1073,19 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
 
 std::optional<partition_replication::previous_set>
 partition_replication::previous_from(const led_copy_set& led) const {
-  // The set's other members as this copy sees them. A store that was a
-  // member here (it led the set, or followed it and holds its leader's
-  // record) counts as itself; a store shipped here by a handoff (this node
-  // was not in the set) stands in for the leader's copy it was.
-  const bool member = led.leader == self_node_
+  // The set's other members as this copy sees them. On a node the set
+  // names (the store was its copy there, or a handoff shipped it to a node
+  // the set named before its copy opened) this copy counts as that node's;
+  // a store shipped here by a handoff to a node outside the set stands in
+  // for the copy it was (`store_node`), which is then not asked as well.
+  const bool member = led.store_node == self_node_
                       || std::find(led.others.begin(), led.others.end(), self_node_)
                            != led.others.end();
   std::vector<node_id> members;
-  if (member && led.leader != self_node_)
-    members.push_back(led.leader);
+  if (member && led.store_node != self_node_)
+    members.push_back(led.store_node);
   for (const auto& o : led.others)
-    if (o != self_node_ && o != led.leader)
+    if (o != self_node_ && o != led.store_node)
       members.push_back(o);
   auto configured = [this](const node_id& n) { return has_peer(n); };
   if (member && members.size() == peers_.size()
@@ -1111,8 +1113,34 @@ bool partition_replication::gone_for_good(const node_id& node) const {
 void partition_replication::fence_for_handoff(caf::event_based_actor* self,
                                               partition_core& core, std::uint64_t view_epoch,
                                               std::function<void(bool)> done) {
-  if (role_ != copy_role::primary || peers_.empty()) {
-    done(true); // solo, or a copy that does not lead: no copy follows it
+  if (peers_.empty()) {
+    done(true); // solo: no other copy
+    return;
+  }
+  if (role_ != copy_role::primary) {
+    // A copy that does not lead (another copy of its set took over, or a
+    // round is under way) fences nothing: no copy follows it. Its store
+    // ships with the set it is in, under its own node (the new owner
+    // stands in for this copy in its joint round over that set; a node the
+    // set names counts as itself), not the set it last led
+    // (docs/REPLICATION.md, "Handoffs whose fence gave up").
+    if (self_node_.empty()) {
+      done(true); // its membership never said which node it is on: as before
+      return;
+    }
+    led_copy_set in_set;
+    in_set.ring_epoch = ring_epoch_;
+    in_set.store_node = self_node_;
+    for (const auto& p : peers_)
+      in_set.others.push_back(p.node);
+    if (!(core.led_set() == in_set))
+      if (auto st = core.save_led_set(in_set); !st) {
+        log(log_level::warn, "partition ", core.index(), ": cannot save the copy set it is in: ",
+            st.err().to_string());
+        done(false); // tried again, as a fence that failed (fence_copy_set)
+        return;
+      }
+    done(true);
     return;
   }
   const std::uint64_t epoch = std::max(view_epoch, ring_epoch_);
@@ -1354,7 +1382,7 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
     // The set it leads, kept in its store: if a handoff ships the store
     // without fencing this set, the new owner's round is joint over it
     // (docs/REPLICATION.md, "Handoffs whose fence gave up").
-    const led_copy_set led{ring_epoch_, self_node_, nodes};
+    const led_copy_set led{ring_epoch_, self_node_, nodes}; // its own node leads
     if (!(core.led_set() == led))
       if (auto st = core.save_led_set(led); !st)
         log(log_level::warn, "partition ", core.index(), ": cannot save the copy set it leads: ",
@@ -1560,6 +1588,10 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
     grant_lease(node_id{"?"});
   }
   return {
+    [this](r_node_atom, node_id& node) {
+      if (!node.empty())
+        self_node_ = std::move(node);
+    },
     [this](r_others_atom, std::vector<node_id>& removed, std::vector<node_id>& nodes,
            std::vector<caf::actor>& handles) {
       removed_ = std::move(removed);

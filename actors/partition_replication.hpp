@@ -62,6 +62,8 @@
 //        as gone) and the other nodes that are up with their copy of the
 //        partition (a joint round asks the dropped ones there; null: the
 //        node holds none, and counts as gone)
+//   (r_node, node id), sent before every r_others: the node this copy is
+//        on (a replica knows it from then on; a primary from its r_config)
 // to it:
 //   (r_stale, partition)    this copy found itself stale
 #pragma once
@@ -340,7 +342,7 @@ private:
   bool has_peer(const node_id& n) const;
 
   copy_role role_ = copy_role::solo;
-  node_id self_node_;
+  node_id self_node_; // this copy's node (r_node; a primary's r_config); empty until told
   node_id primary_;
   std::vector<peer_link> peers_;
   std::uint32_t w_ = 1;

@@ -290,7 +290,7 @@ std::string encode_led_set_value(const led_copy_set& s) {
     out.append(len, 8);
     out += id;
   };
-  add(s.leader);
+  add(s.store_node);
   for (const auto& o : s.others)
     add(o);
   return out;
@@ -303,7 +303,7 @@ expected<led_copy_set> decode_led_set_value(std::string_view bytes) {
                                        + " bytes)");
   };
   if (bytes.size() < 16)
-    return bad("shorter than an epoch and a leader's id");
+    return bad("shorter than an epoch and a node id");
   led_copy_set s;
   s.ring_epoch = get_be64(bytes.data());
   bytes.remove_prefix(8);
@@ -317,7 +317,7 @@ expected<led_copy_set> decode_led_set_value(std::string_view bytes) {
     std::string id{bytes.substr(8, static_cast<std::size_t>(len))};
     bytes.remove_prefix(8 + static_cast<std::size_t>(len));
     if (first)
-      s.leader = std::move(id);
+      s.store_node = std::move(id);
     else
       s.others.push_back(std::move(id));
     first = false;

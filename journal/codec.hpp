@@ -155,18 +155,20 @@ std::string encode_term_value(const copy_term& t);
 expected<copy_term> decode_term_value(std::string_view bytes);
 
 /// Meta `led_set` (docs/FORMAT.md, "Metadata"; docs/REPLICATION.md,
-/// "Handoffs whose fence gave up"): the copy set this store last led, as
-/// the ring epoch of the view it led it in (its rank, as meta
-/// `promised_epoch`), the leader's node id, and the
-/// other copies' node ids. Encoded as the epoch (u64 big-endian), then
-/// each node id (the leader's first) as its length (u64 big-endian) and
-/// its bytes.
+/// "Handoffs whose fence gave up"): the copy set this store last led, or
+/// the set it was in when a handoff drained it while another copy led: the
+/// ring epoch of the view (its rank, as meta `promised_epoch`), the node
+/// whose copy this store was (the leader, when it led), and the other
+/// copies' node ids. Encoded as the epoch (u64 big-endian), then each node
+/// id (the store's node first) as its length (u64 big-endian) and its
+/// bytes.
 struct led_copy_set {
   std::uint64_t ring_epoch = 0;
-  std::string leader;
+  std::string store_node;
   std::vector<std::string> others;
   friend bool operator==(const led_copy_set& a, const led_copy_set& b) noexcept {
-    return a.ring_epoch == b.ring_epoch && a.leader == b.leader && a.others == b.others;
+    return a.ring_epoch == b.ring_epoch && a.store_node == b.store_node
+           && a.others == b.others;
   }
 };
 std::string encode_led_set_value(const led_copy_set& s);
