@@ -1103,6 +1103,24 @@ partition_replication::previous_from(const led_copy_set& led) const {
   return prev;
 }
 
+bool partition_replication::save_set_it_is_in(partition_core& core) {
+  if (peers_.empty() || self_node_.empty())
+    return true; // no set, or its membership never said which node it is on
+  led_copy_set in_set;
+  in_set.ring_epoch = ring_epoch_;
+  in_set.store_node = self_node_;
+  for (const auto& p : peers_)
+    in_set.others.push_back(p.node);
+  if (core.led_set() == in_set)
+    return true;
+  if (auto st = core.save_led_set(in_set); !st) {
+    log(log_level::warn, "partition ", core.index(), ": cannot save the copy set it is in: ",
+        st.err().to_string());
+    return false;
+  }
+  return true;
+}
+
 bool partition_replication::gone_for_good(const node_id& node) const {
   if (std::find(removed_.begin(), removed_.end(), node) != removed_.end())
     return true;
@@ -1124,23 +1142,7 @@ void partition_replication::fence_for_handoff(caf::event_based_actor* self,
     // stands in for this copy in its joint round over that set; a node the
     // set names counts as itself), not the set it last led
     // (docs/REPLICATION.md, "Handoffs whose fence gave up").
-    if (self_node_.empty()) {
-      done(true); // its membership never said which node it is on: as before
-      return;
-    }
-    led_copy_set in_set;
-    in_set.ring_epoch = ring_epoch_;
-    in_set.store_node = self_node_;
-    for (const auto& p : peers_)
-      in_set.others.push_back(p.node);
-    if (!(core.led_set() == in_set))
-      if (auto st = core.save_led_set(in_set); !st) {
-        log(log_level::warn, "partition ", core.index(), ": cannot save the copy set it is in: ",
-            st.err().to_string());
-        done(false); // tried again, as a fence that failed (fence_copy_set)
-        return;
-      }
-    done(true);
+    done(save_set_it_is_in(core)); // a failure: tried again (fence_copy_set)
     return;
   }
   const std::uint64_t epoch = std::max(view_epoch, ring_epoch_);
@@ -1647,8 +1649,15 @@ caf::message_handler partition_replication::handlers(caf::event_based_actor* sel
       // handoff's fence): the previous set is fenced.
       if (previous_ && ring_epoch >= previous_->since_epoch)
         previous_.reset();
-      if (ring_epoch >= ring_epoch_)
+      if (ring_epoch >= ring_epoch_) {
         stored_led_.reset(); // its view's primary leads: its round fenced
+        // The set it follows is settled: its store names it from now on, so
+        // that a handoff of the store closed, unopened or drained still
+        // carries the set its copy was in ("Handoffs whose fence gave
+        // up"). Once per configuration, a synced meta commit when it changed.
+        if (saved_set_epoch_ != epoch_ && save_set_it_is_in(*c))
+          saved_set_epoch_ = epoch_;
+      }
       auto b = decode_batch(bytes);
       if (!b) {
         log(log_level::warn, "partition ", c->index(), ": bad batch from ", from, ": ",

@@ -371,13 +371,19 @@ private:
     std::uint64_t since_epoch = 0;
   };
   std::optional<previous_set> previous_;
-  // The copy set its store last led (journal meta `led_set`), as loaded
-  // when the partition opened: its first take-over round is joint over that
+  // The copy set its store last led or followed (journal meta `led_set`),
+  // as loaded when the partition opened: its first take-over round is joint over that
   // set when its copy set is another (a store shipped by a handoff whose
   // fence gave up, or one whose set changed while its node was down:
   // docs/REPLICATION.md, "Handoffs whose fence gave up"). Consumed by that
   // round; dropped once it takes a batch of its view's primary.
   std::optional<led_copy_set> stored_led_;
+  // Saves the set this copy is in (its node, then its peers') as its
+  // store's `led_set` unless it holds it already: a copy that does not
+  // lead, once a primary of its view ships to it, and when a handoff
+  // drains it. False when the save failed (logged).
+  bool save_set_it_is_in(partition_core& core);
+  std::uint64_t saved_set_epoch_ = 0; // the configuration (epoch_) whose set it saved
   // The previous set a stored led set stands for, seen from this copy's
   // configuration; nullopt when it is this copy's set as configured.
   std::optional<previous_set> previous_from(const led_copy_set& led) const;

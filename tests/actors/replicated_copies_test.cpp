@@ -1250,6 +1250,28 @@ BOOST_FIXTURE_TEST_CASE(a_handed_off_store_that_did_not_lead_leaves_a_joint_roun
   new_owner_waits_for_the_old_set(13);
 }
 
+// The same with a store handed off closed: copy 0 follows copy 1 in
+// {0, 1, 2}, its node restarts and its store is shipped unopened, never
+// drained (nothing runs to save the set then). A copy saves the set it
+// follows once its view's primary ships to it, so the store still names
+// it; before, it named none and node 3 led at once with copy 0's promise.
+BOOST_FIXTURE_TEST_CASE(a_store_handed_off_closed_names_the_set_its_copy_followed,
+                        sets_of_three_of_five) {
+  const std::vector<std::size_t> old_set{0, 1, 2};
+  lead_set(1, old_set);
+  BOOST_REQUIRE(acknowledged(1, 1));
+  BOOST_REQUIRE(acknowledged(1, 2));
+  BOOST_REQUIRE(wait_end(0, status(1).second));
+  restart(0); // reopened, never configured: as after its node's restart
+  std::filesystem::copy(root / "0", root / "3.received",
+                        std::filesystem::copy_options::recursive);
+  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
+  BOOST_REQUIRE(acknowledged(1, 10));
+  new_owner_waits_for_the_old_set(13);
+}
+
 // A store that did not lead, shipped to a node its set names (while a
 // cluster forms, a set can name a node before its copy there is open):
 // copy 1 leads {0, 1, 3} with copy 0 (node 3's copy not open), copy 0's
