@@ -99,6 +99,11 @@ struct membership_state {
   std::set<std::uint32_t> querying;
   std::map<std::uint32_t, incoming_partition> incoming;
   std::shared_ptr<routing> routes;
+  // n_val 1: partitions whose route was kept on the actor it went to before
+  // (its node up) while no reachable node serves them, with since when
+  // (rebuild_routes: the moments after a handoff before this node reaches
+  // the new owner).
+  std::map<std::uint32_t, std::chrono::steady_clock::time_point> kept_routes;
   bool shutdown_requested = false;
   // Transactions left prepared here with no decision, being resolved with
   // the cluster (docs/CLUSTER.md, "Recovery of undecided transactions"), by
