@@ -115,6 +115,21 @@ struct copies_fixture {
     copies[i] = spawn_copy(i, std::to_string(i));
   }
 
+  // Copy i drained for a handoff under view epoch 2, as its membership
+  // drains it: whether it answered `drained` within `within`.
+  bool drain(std::size_t i, std::chrono::seconds within) {
+    bool drained = false;
+    (*me)->request(copies[i], within, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
+      .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
+    return drained;
+  }
+
+  // Copy 0's store as node 3 receives it by a handoff (folder 3.received).
+  void ship_0_to_3() {
+    std::filesystem::copy(root / "0", root / "3.received",
+                          std::filesystem::copy_options::recursive);
+  }
+
   // Asks copy i for its promise of `t`, as a take-over round does
   // (r_fence): whether it promised, and the term it holds promised.
   std::pair<bool, copy_term> fence(std::size_t i, const copy_term& t) {
@@ -409,6 +424,37 @@ struct sets_of_three : copies_fixture {
 struct sets_of_three_of_five : copies_fixture {
   sets_of_three_of_five() : copies_fixture(5) { w = 2; }
 
+  // Copy 1 leads {0, 1, 2}, with 1 and 2 acknowledged and on copy 0.
+  void copy_1_leads_0_1_2_with_copy_0_current() {
+    lead_set(1, {0, 1, 2});
+    BOOST_REQUIRE(acknowledged(1, 1));
+    BOOST_REQUIRE(acknowledged(1, 2));
+    BOOST_REQUIRE(wait_end(0, status(1).second));
+  }
+
+  // Copy 1 leads {0, 1, 2} on the old view with copy 2, copy 0 out of its
+  // reach, and gets +10 acknowledged.
+  void copy_1_leads_without_copy_0() {
+    (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
+                nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
+                std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
+    BOOST_REQUIRE(wait_role(1, "primary"));
+    BOOST_REQUIRE(acknowledged(1, 10));
+  }
+
+  // The new view (epoch 2): node 3 opens the store it received to lead
+  // {3, 4, 0}, node 0 keeps its own as a copy (restarted), node 4's copy is
+  // filled.
+  void node_3_opens_the_store_in_the_new_view() {
+    const std::vector<std::size_t> new_set{3, 4, 0};
+    restart(0);
+    caf::anon_send_exit(copies[3], caf::exit_reason::user_shutdown);
+    copies[3] = spawn_copy(3, "3.received");
+    ring_epoch = 2;
+    configure_set(0, copy_role::replica, 3, new_set);
+    configure_set(3, copy_role::primary, 3, new_set, false, {4});
+  }
+
   // A handoff of copy 0's store (in folder 3.received) to node 3 while
   // copy 1 leads the old set {0, 1, 2} on the old view with copy 2: the
   // new view's set is {3, 4, 0} (node 0 keeps its store as a copy, node
@@ -417,13 +463,7 @@ struct sets_of_three_of_five : copies_fixture {
   // and must lead with copy 1's journal (`served` in all) once they are in
   // reach (the membership's r_others), copy 1 then getting no more writes.
   void new_owner_waits_for_the_old_set(std::int64_t served) {
-    const std::vector<std::size_t> new_set{3, 4, 0};
-    restart(0);
-    caf::anon_send_exit(copies[3], caf::exit_reason::user_shutdown);
-    copies[3] = spawn_copy(3, "3.received");
-    ring_epoch = 2;
-    configure_set(0, copy_role::replica, 3, new_set);
-    configure_set(3, copy_role::primary, 3, new_set, false, {4});
+    node_3_opens_the_store_in_the_new_view();
     BOOST_TEST(!wait_role(3, "primary"),
                "node 3 leads without a promise of the old set's copies, beside copy 1");
     (*me)->send(copies[3], r_others_atom::value, std::vector<node_id>{},
@@ -1140,12 +1180,8 @@ BOOST_FIXTURE_TEST_CASE(a_handed_off_partition_fences_its_old_copy_set_under_the
   const auto old_term = term_of(0);
 
   // The handoff: drained under the new view's epoch, the store shipped.
-  bool drained = false;
-  (*me)->request(copies[0], 15s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
-    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
-  BOOST_REQUIRE(drained);
-  std::filesystem::copy(root / "0", root / "3.received",
-                        std::filesystem::copy_options::recursive);
+  BOOST_REQUIRE(drain(0, 15s));
+  ship_0_to_3();
   // Node 0 keeps the store as its copy (reopened), node 3 serves the copy
   // it received; node 3 cannot reach node 1.
   restart(0);
@@ -1202,12 +1238,8 @@ BOOST_FIXTURE_TEST_CASE(a_handoff_whose_fence_gave_up_leaves_a_joint_round_to_th
     caf::anon_send_exit(copies[i], caf::exit_reason::user_shutdown);
     (*me)->receive([](caf::down_msg&) {}, caf::after(5s) >> [] {});
   }
-  bool drained = false;
-  (*me)->request(copies[0], 15s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
-    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
-  BOOST_REQUIRE(drained);
-  std::filesystem::copy(root / "0", root / "3.received",
-                        std::filesystem::copy_options::recursive);
+  BOOST_REQUIRE(drain(0, 15s));
+  ship_0_to_3();
 
   // Back on the old view, out of reach of nodes 0 and 3: copy 1 leads the
   // old set with copy 2.
@@ -1215,11 +1247,7 @@ BOOST_FIXTURE_TEST_CASE(a_handoff_whose_fence_gave_up_leaves_a_joint_round_to_th
   copies[2] = spawn_copy(2, "2");
   wait_lease_out(); // a copy promises no round for a lease's time after it opened
   configure_set(2, copy_role::replica, 1, old_set);
-  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
-              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
-              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
-  BOOST_REQUIRE(wait_role(1, "primary"));
-  BOOST_REQUIRE(acknowledged(1, 10));
+  copy_1_leads_without_copy_0();
 
   new_owner_waits_for_the_old_set(13);
 }
@@ -1232,21 +1260,10 @@ BOOST_FIXTURE_TEST_CASE(a_handoff_whose_fence_gave_up_leaves_a_joint_round_to_th
 // promise beside copy 1.
 BOOST_FIXTURE_TEST_CASE(a_handed_off_store_that_did_not_lead_leaves_a_joint_round_too,
                         sets_of_three_of_five) {
-  const std::vector<std::size_t> old_set{0, 1, 2};
-  lead_set(1, old_set);
-  BOOST_REQUIRE(acknowledged(1, 1));
-  BOOST_REQUIRE(acknowledged(1, 2));
-  BOOST_REQUIRE(wait_end(0, status(1).second));
-  bool drained = false;
-  (*me)->request(copies[0], 5s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
-    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
-  BOOST_REQUIRE(drained);
-  std::filesystem::copy(root / "0", root / "3.received",
-                        std::filesystem::copy_options::recursive);
-  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
-              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
-              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
-  BOOST_REQUIRE(acknowledged(1, 10));
+  copy_1_leads_0_1_2_with_copy_0_current();
+  BOOST_REQUIRE(drain(0, 5s));
+  ship_0_to_3();
+  copy_1_leads_without_copy_0();
   new_owner_waits_for_the_old_set(13);
 }
 
@@ -1257,18 +1274,10 @@ BOOST_FIXTURE_TEST_CASE(a_handed_off_store_that_did_not_lead_leaves_a_joint_roun
 // it; before, it named none and node 3 led at once with copy 0's promise.
 BOOST_FIXTURE_TEST_CASE(a_store_handed_off_closed_names_the_set_its_copy_followed,
                         sets_of_three_of_five) {
-  const std::vector<std::size_t> old_set{0, 1, 2};
-  lead_set(1, old_set);
-  BOOST_REQUIRE(acknowledged(1, 1));
-  BOOST_REQUIRE(acknowledged(1, 2));
-  BOOST_REQUIRE(wait_end(0, status(1).second));
+  copy_1_leads_0_1_2_with_copy_0_current();
   restart(0); // reopened, never configured: as after its node's restart
-  std::filesystem::copy(root / "0", root / "3.received",
-                        std::filesystem::copy_options::recursive);
-  (*me)->send(copies[1], r_config_atom::value, static_cast<std::uint8_t>(copy_role::primary),
-              nodes[1], std::vector<node_id>{nodes[0], nodes[2]},
-              std::vector<caf::actor>{caf::actor{}, copies[2]}, w, false, ring_epoch);
-  BOOST_REQUIRE(acknowledged(1, 10));
+  ship_0_to_3();
+  copy_1_leads_without_copy_0();
   new_owner_waits_for_the_old_set(13);
 }
 
@@ -1284,7 +1293,6 @@ BOOST_FIXTURE_TEST_CASE(a_store_handed_off_closed_names_the_set_its_copy_followe
 // in stop 36.
 BOOST_FIXTURE_TEST_CASE(a_store_shipped_to_a_node_its_set_names_counts_that_node_and_the_senders_copy,
                         sets_of_three_of_five) {
-  const std::vector<std::size_t> new_set{3, 4, 0};
   for (std::size_t i : {0, 1})
     (*me)->send(copies[i], r_node_atom::value, nodes[i]);
   (*me)->send(copies[0], r_config_atom::value, static_cast<std::uint8_t>(copy_role::replica),
@@ -1297,18 +1305,9 @@ BOOST_FIXTURE_TEST_CASE(a_store_shipped_to_a_node_its_set_names_counts_that_node
   BOOST_REQUIRE(acknowledged(1, 1));
   BOOST_REQUIRE(acknowledged(1, 2));
   BOOST_REQUIRE(wait_end(0, status(1).second));
-  bool drained = false;
-  (*me)->request(copies[0], 5s, drain_atom::value, std::uint64_t{10000}, std::uint64_t{2})
-    .receive([&](drained_atom, std::uint32_t) { drained = true; }, [](caf::error&) {});
-  BOOST_REQUIRE(drained);
-  std::filesystem::copy(root / "0", root / "3.received",
-                        std::filesystem::copy_options::recursive);
-  restart(0);
-  caf::anon_send_exit(copies[3], caf::exit_reason::user_shutdown);
-  copies[3] = spawn_copy(3, "3.received");
-  ring_epoch = 2;
-  configure_set(0, copy_role::replica, 3, new_set);
-  configure_set(3, copy_role::primary, 3, new_set, false, {4});
+  BOOST_REQUIRE(drain(0, 5s));
+  ship_0_to_3();
+  node_3_opens_the_store_in_the_new_view();
   BOOST_REQUIRE(wait_role(3, "primary"));
   BOOST_TEST(read_once_served(3).value_or(-1) == 3);
   BOOST_TEST(acknowledged(3, 4));
