@@ -90,9 +90,8 @@ using r_stale_atom = caf::atom_constant<caf::atom("r_stale")>;
 using r_others_atom = caf::atom_constant<caf::atom("r_others")>;
 // (r_node, node id): sent before every r_others: the node this copy is on.
 // A replica learns its own node id from it (a primary's is its r_config's
-// primary): a copy drained for a handoff while another copy leads saves
-// the set it is in under it (docs/REPLICATION.md, "Handoffs whose fence
-// gave up").
+// primary): a copy that follows saves the set it is in under it
+// (docs/REPLICATION.md, "Handoffs whose fence gave up").
 using r_node_atom = caf::atom_constant<caf::atom("r_node")>;
 using r_seed_atom = caf::atom_constant<caf::atom("r_seed")>;
 // A take-over round's question: promise this term, and say your journal end.

@@ -815,9 +815,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   }
   promote_round_ = epoch_;
   if (stored_led_) {
-    // The set its store last led (or was in, when drained for a handoff
-    // while another copy led), when its copy set is another now: the round
-    // is joint over it (docs/REPLICATION.md, "Handoffs whose fence gave
+    // The set its store last led or followed, when its copy set is another
+    // now: the round is joint over it (docs/REPLICATION.md, "Handoffs whose fence gave
     // up").
     if (!previous_) {
       previous_ = previous_from(*stored_led_);

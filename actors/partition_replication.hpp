@@ -372,8 +372,8 @@ private:
   };
   std::optional<previous_set> previous_;
   // The copy set its store last led or followed (journal meta `led_set`),
-  // as loaded when the partition opened: its first take-over round is joint over that
-  // set when its copy set is another (a store shipped by a handoff whose
+  // as loaded when the partition opened: its first take-over round is
+  // joint over that set when its copy set is another (a store shipped by a handoff whose
   // fence gave up, or one whose set changed while its node was down:
   // docs/REPLICATION.md, "Handoffs whose fence gave up"). Consumed by that
   // round; dropped once it takes a batch of its view's primary.

@@ -156,8 +156,9 @@ expected<copy_term> decode_term_value(std::string_view bytes);
 
 /// Meta `led_set` (docs/FORMAT.md, "Metadata"; docs/REPLICATION.md,
 /// "Handoffs whose fence gave up"): the copy set this store last led, or
-/// the set it was in when a handoff drained it while another copy led: the
-/// ring epoch of the view (its rank, as meta `promised_epoch`), the node
+/// the set its copy followed (saved at its first batch of a primary of its
+/// view, and when a handoff drained it while another copy led): the ring
+/// epoch of the view (its rank, as meta `promised_epoch`), the node
 /// whose copy this store was (the leader, when it led), and the other
 /// copies' node ids. Encoded as the epoch (u64 big-endian), then each node
 /// id (the store's node first) as its length (u64 big-endian) and its

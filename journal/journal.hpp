@@ -424,8 +424,7 @@ public:
   /// errc::storage_full leaves the journal usable; any other failure stops
   /// it (io_error).
   status save_promised_term(const copy_term& t, std::uint64_t epoch = 0);
-  /// The copy set this store last led, or was in when drained for a
-  /// handoff while another copy led (meta `led_set`; nullopt when never
+  /// The copy set this store last led or followed (meta `led_set`; nullopt when never
   /// saved, or cleared once a handoff's fence held it: docs/REPLICATION.md,
   /// "Handoffs whose fence gave up").
   const std::optional<led_copy_set>& led_set() const noexcept { return led_set_; }
