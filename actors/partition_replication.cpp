@@ -816,8 +816,8 @@ void partition_replication::promote(caf::event_based_actor* self, partition_core
   promote_round_ = epoch_;
   if (stored_led_) {
     // The set its store last led or followed, when its copy set is another
-    // now: the round is joint over it (docs/REPLICATION.md, "Handoffs whose fence gave
-    // up").
+    // now: the round is joint over it (docs/REPLICATION.md, "Handoffs whose
+    // fence gave up").
     if (!previous_) {
       previous_ = previous_from(*stored_led_);
       if (previous_)
@@ -1379,16 +1379,10 @@ void partition_replication::become_primary(caf::event_based_actor* self, partiti
   set_role(copy_role::primary);
   core.keep_flushed(true);
   last_tx_known_ = false;
-  if (!peers_.empty()) {
-    // The set it leads, kept in its store: if a handoff ships the store
-    // without fencing this set, the new owner's round is joint over it
-    // (docs/REPLICATION.md, "Handoffs whose fence gave up").
-    const led_copy_set led{ring_epoch_, self_node_, nodes}; // its own node leads
-    if (!(core.led_set() == led))
-      if (auto st = core.save_led_set(led); !st)
-        log(log_level::warn, "partition ", core.index(), ": cannot save the copy set it leads: ",
-            st.err().to_string());
-  }
+  // The set it leads, kept in its store: if a handoff ships the store
+  // without fencing this set, the new owner's round is joint over it
+  // (docs/REPLICATION.md, "Handoffs whose fence gave up").
+  save_set_it_is_in(core);
   for (auto& p : peers_) {
     p.in_flight = false;
     p.lease_in_flight = false;

@@ -379,9 +379,9 @@ private:
   // round; dropped once it takes a batch of its view's primary.
   std::optional<led_copy_set> stored_led_;
   // Saves the set this copy is in (its node, then its peers') as its
-  // store's `led_set` unless it holds it already: a copy that does not
-  // lead, once a primary of its view ships to it, and when a handoff
-  // drains it. False when the save failed (logged).
+  // store's `led_set` unless it holds it already: when it starts to lead,
+  // when a primary of its view first ships to it, and when a handoff
+  // drains it while it does not lead. False when the save failed (logged).
   bool save_set_it_is_in(partition_core& core);
   std::uint64_t saved_set_epoch_ = 0; // the configuration (epoch_) whose set it saved
   // The previous set a stored led set stands for, seen from this copy's
